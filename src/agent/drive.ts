@@ -1,0 +1,197 @@
+/**
+ * The driver behind the loop: a generator that yields only when it must wait.
+ *
+ * The loop is written as a generator (`function*`) that reads like an async function: `yield* settle(x)` waits for
+ * `x` when it is a Promise or an Observable, and returns it at once when it is a plain value. Compared with
+ * `async`/`await` this buys three things the runtime promises:
+ * - no microtask hop per step: a turn whose hooks and tools answer synchronously runs synchronously;
+ * - virtual time: a hook, tool or provider that is an Observable built on RxJS schedulers resumes the loop from the
+ *   scheduler, so a whole run can be marble-tested inside `TestScheduler.run()`;
+ * - cancellation at every wait: tearing down unsubscribes the Observable (or drops the Promise) being waited on, and
+ *   an aborted signal is thrown into the generator where it waits, so `try`/`catch` in the loop decides what the
+ *   transcript gets.
+ * @module
+ */
+import { isObservable, Observable, type Subscription } from 'rxjs';
+
+/** What a generator yields: something to wait for, with the value to resume with when an Observable emits nothing. */
+export interface Suspension {
+  readonly source: Observable<unknown> | PromiseLike<unknown>;
+  readonly fallback: unknown;
+  /** Called synchronously for each value of an Observable source (the per-delta path of a provider stream). */
+  readonly onNext?: (value: unknown) => void;
+}
+
+/** A step of the loop: a generator that yields {@link Suspension}s and returns a `T`. */
+export type Op<T> = Generator<Suspension, T, unknown>;
+
+/** Waits for `source`: a Promise's value, or an Observable's last value (`fallback` when it emits none). */
+export function* suspend<T, F = T>(
+  source: Observable<T> | PromiseLike<T>,
+  fallback: F,
+  onNext?: (value: T) => void,
+): Op<T | F> {
+  return (yield { source, fallback, onNext: onNext as ((value: unknown) => void) | undefined }) as T | F;
+}
+
+/** Returns a plain value at once (no yield); waits for a Promise or an Observable (its last value, else `fallback`). */
+export function* settle<T>(value: T | PromiseLike<T> | Observable<T>, fallback: T): Op<T> {
+  if (isObservable(value) || isPromiseLike(value)) return yield* suspend(value, fallback);
+  return value;
+}
+
+/** Whether a value is a thenable. */
+export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** How a driven generator ends. */
+export interface DriveHandlers<T> {
+  complete(value: T): void;
+  error(error: unknown): void;
+}
+
+/**
+ * Runs `op` until it returns or throws. When `signal` aborts while the generator waits, the wait is torn down and
+ * `signal.reason` is thrown into the generator; if it aborts while the generator runs, the reason is thrown at its
+ * next wait. Returns the teardown: it tears down the wait in flight and closes the generator (its `finally` blocks
+ * run), and nothing is reported afterwards.
+ */
+export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSignal): () => void {
+  let running = false;
+  let done = false;
+  // Each wait gets a token; a callback from an older wait (a late Promise, a torn-down source) is ignored.
+  let token = 0;
+  let waiting = false;
+  let current: Subscription | undefined;
+  let queued: { ok: boolean; value: unknown } | undefined;
+
+  const finish = () => {
+    done = true;
+    waiting = false;
+    signal?.removeEventListener('abort', onAbort);
+  };
+
+  const resume = (forToken: number, ok: boolean, value: unknown) => {
+    if (done || forToken !== token) return;
+    token++;
+    waiting = false;
+    const source = current;
+    current = undefined;
+    source?.unsubscribe();
+    if (running) queued = { ok, value };
+    else step(ok, value);
+  };
+
+  function onAbort() {
+    if (waiting) resume(token, false, signal!.reason);
+  }
+
+  function step(ok: boolean, value: unknown): void {
+    running = true;
+    try {
+      for (;;) {
+        let result: IteratorResult<Suspension, T>;
+        try {
+          result = ok ? op.next(value) : op.throw(value);
+        } catch (error) {
+          finish();
+          handlers.error(error);
+          return;
+        }
+        if (done) {
+          // Torn down while the generator ran: close it now that it is suspended again.
+          closeQuietly(op);
+          return;
+        }
+        if (result.done) {
+          finish();
+          handlers.complete(result.value);
+          return;
+        }
+        if (signal?.aborted) {
+          ok = false;
+          value = signal.reason;
+          continue;
+        }
+        queued = undefined;
+        waiting = true;
+        const waitToken = token;
+        const wait = result.value;
+        if (isPromiseLike(wait.source)) {
+          wait.source.then(
+            (resolved) => resume(waitToken, true, resolved),
+            (rejected) => resume(waitToken, false, rejected),
+          );
+        } else {
+          let last = wait.fallback;
+          const onNext = wait.onNext;
+          const subscription: Subscription = wait.source.subscribe({
+            next: (emitted) => {
+              if (waitToken !== token) return;
+              last = emitted;
+              if (onNext === undefined) return;
+              try {
+                onNext(emitted);
+              } catch (error) {
+                resume(waitToken, false, error);
+              }
+            },
+            error: (error: unknown) => resume(waitToken, false, error),
+            complete: () => resume(waitToken, true, last),
+          });
+          // Resumed during subscribe (completed, errored or aborted synchronously): release it now.
+          if (waitToken === token) current = subscription;
+          else subscription.unsubscribe();
+        }
+        if (queued === undefined) return; // suspended: a callback will call step() again
+        ({ ok, value } = queued);
+        queued = undefined;
+      }
+    } finally {
+      running = false;
+    }
+  }
+
+  signal?.addEventListener('abort', onAbort);
+  step(true, undefined);
+
+  return () => {
+    if (done) return;
+    finish();
+    token++;
+    const source = current;
+    current = undefined;
+    source?.unsubscribe();
+    if (!running) closeQuietly(op);
+  };
+}
+
+/** Runs `factory()`'s generator on subscription, as a cold Observable of its return value. */
+export function fromOp<T>(factory: () => Op<T>, signal?: AbortSignal): Observable<T> {
+  return new Observable<T>((subscriber) =>
+    drive(
+      factory(),
+      {
+        complete: (value) => {
+          subscriber.next(value);
+          subscriber.complete();
+        },
+        error: (error) => subscriber.error(error),
+      },
+      signal,
+    ),
+  );
+}
+
+function closeQuietly(op: Op<unknown>): void {
+  try {
+    op.return(undefined as never);
+  } catch {
+    // A `finally` block that throws while the run is torn down has nobody left to tell.
+  }
+}

@@ -1,0 +1,426 @@
+/**
+ * The agent loop as a cold Observable.
+ * @module
+ */
+import { asyncScheduler, Observable, type Subscription } from 'rxjs';
+import type { AgentHooks, TurnAction, TurnDecision } from '../middleware/types.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import { ConfigurationError, errorMessageOf, isAbortError, RunAbortedError } from '../types/errors.js';
+import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { Provider } from '../types/provider.js';
+import { drive, type Op } from './drive.js';
+import {
+  addMessage,
+  callHook,
+  closingMessage,
+  errorResult,
+  hookContext,
+  newTurn,
+  type RunState,
+  type TurnState,
+} from './run-state.js';
+import { validateRunSettings, type RunSettings } from './run-settings.js';
+import { streamResponse } from './stream-response.js';
+import { answerUnexecuted, emitResultMessage, finishCall, runToolBatch } from './tool-batch.js';
+
+/** Options of {@link runAgentLoop}. */
+export interface RunAgentLoopOptions extends RunSettings {
+  readonly provider: Provider;
+  readonly model: Model;
+  /** The transcript before this run. Not modified. */
+  readonly history?: readonly Message[];
+  /** Messages that open the run (a prompt); empty to continue from `history`. */
+  readonly prompts?: readonly Message[];
+  /** The hooks, already composed (one function per hook). */
+  readonly hooks?: AgentHooks;
+  /** The name a failing hook is reported under in its `HookError`; `loop options` by default. */
+  readonly hookOwner?: string;
+  /** Called after the prompt and after every turn: messages to inject before the next model call. */
+  readonly getSteeringMessages?: () => readonly Message[];
+  /** Called when the run would end: messages that continue it. */
+  readonly getFollowUpMessages?: () => readonly Message[];
+  /** Aborting it cancels the run the way `abort()` does (the run still emits its closing events). */
+  readonly signal?: AbortSignal;
+  readonly runId?: string;
+}
+
+let runCounter = 0;
+
+/**
+ * The agent loop without the facade: a **cold** Observable of {@link AgentEvent}s. Subscribing starts the run;
+ * unsubscribing tears it down (the provider request is aborted, running tools see their signal fire, nothing more is
+ * emitted). Aborting `options.signal` or reaching `deadlineMs` cancels it too, but then the run closes itself:
+ * unanswered tool calls get `aborted` error results, an assistant message with `stopReason: 'aborted'` ends the
+ * transcript, and `agent_end` is emitted before completion.
+ *
+ * Each turn: `turn_start` → prompt/steering messages → `transformContext` → `convertToLlm` →
+ * `transformSystemPrompt` → the model call (`message_start`, `message_update`×N) → `afterModelResponse` →
+ * `message_end` → the tool batch → result messages → injected messages → `turn_end` → `shouldStopAfterTurn`.
+ *
+ * A provider failure ends the run with the failed message as its last message (the Observable completes). A hook
+ * failure ends it with a closing `error` message and `agent_end`, and then errors the Observable with the
+ * `HookError`.
+ *
+ * Throws {@link ConfigurationError} at once for invalid options.
+ *
+ * @example
+ * runAgentLoop({ provider, model, prompts: [userMessage('Hi')], tools: [weather] })
+ *   .pipe(textDeltas())
+ *   .subscribe((text) => process.stdout.write(text));
+ */
+export function runAgentLoop(options: RunAgentLoopOptions): Observable<AgentEvent> {
+  validateLoopOptions(options);
+  return new Observable<AgentEvent>((subscriber) => {
+    const controller = new AbortController();
+    const { signal } = controller;
+    const abort = (reason: unknown) => {
+      if (!signal.aborted) controller.abort(reason);
+    };
+    const onExternalAbort = () => abort(externalReason(options.signal!));
+    if (options.signal?.aborted) abort(externalReason(options.signal));
+    else options.signal?.addEventListener('abort', onExternalAbort);
+    let deadline: Subscription | undefined;
+    if (options.deadlineMs !== undefined) {
+      const ms = options.deadlineMs;
+      deadline = asyncScheduler.schedule(
+        () => abort(new RunAbortedError('deadline', `Run aborted: deadline of ${ms} ms exceeded`)),
+        ms,
+      );
+    }
+
+    const tools = options.tools ?? [];
+    const run: RunState = {
+      runId: options.runId ?? `run_${Date.now().toString(36)}_${(++runCounter).toString(36)}`,
+      provider: options.provider,
+      model: options.model,
+      systemPrompt: options.systemPrompt ?? '',
+      tools,
+      toolsByName: new Map(tools.map((tool) => [tool.name, tool])),
+      hooks: options.hooks ?? {},
+      hookOwner: options.hookOwner ?? 'loop options',
+      toolExecution: options.toolExecution ?? 'parallel',
+      toolConcurrency: options.toolConcurrency ?? Infinity,
+      toolTimeoutMs: options.toolTimeoutMs,
+      streamOptions: options.streamOptions,
+      toolChoice: options.toolChoice,
+      threadId: options.threadId,
+      extra: options.extra ?? {},
+      getSteeringMessages: options.getSteeringMessages,
+      getFollowUpMessages: options.getFollowUpMessages,
+      transcript: [...(options.history ?? [])],
+      newMessages: [],
+      signal,
+      abort,
+      emit: (event) => subscriber.next(event),
+      turnIndex: 0,
+      turn: undefined,
+    };
+
+    let finished = false;
+    const teardownDriver = drive(
+      loop(run, options.prompts ?? []),
+      {
+        complete: () => {
+          finished = true;
+          subscriber.complete();
+        },
+        error: (error) => {
+          finished = true;
+          subscriber.error(error);
+        },
+      },
+      signal,
+    );
+    return () => {
+      options.signal?.removeEventListener('abort', onExternalAbort);
+      deadline?.unsubscribe();
+      if (finished) return;
+      // Tear the driver down first (no closing events for a subscriber that left), then fire the signal so that
+      // running tools and hooks stop.
+      teardownDriver();
+      abort(new RunAbortedError('unsubscribed'));
+    };
+  });
+}
+
+function externalReason(signal: AbortSignal): unknown {
+  return isAbortError(signal.reason) ? signal.reason : new RunAbortedError('signal');
+}
+
+/** The run: turns until nothing is left to do, then `agent_end`. */
+function* loop(run: RunState, prompts: readonly Message[]): Op<void> {
+  run.emit({ type: 'agent_start', runId: run.runId });
+  let failure: unknown;
+  let hasFailure = false;
+  try {
+    let pending: readonly Message[] = [...prompts, ...(run.getSteeringMessages?.() ?? [])];
+    outer: for (;;) {
+      let more = true;
+      while (more || pending.length > 0) {
+        const next = yield* turn(run, pending);
+        pending = [];
+        if (next === 'end') break outer;
+        more = next === 'more';
+        pending = run.getSteeringMessages?.() ?? [];
+      }
+      pending = run.getFollowUpMessages?.() ?? [];
+      if (pending.length === 0) break;
+    }
+  } catch (error) {
+    const aborted = run.signal.aborted && isAbortError(error);
+    if (!aborted) {
+      hasFailure = true;
+      failure = error;
+      // Whatever is still running (sibling tools, a hook) must stop: the run is over.
+      run.abort(error);
+    }
+    closeRun(run, aborted, error);
+  }
+  run.emit({ type: 'agent_end', runId: run.runId, messages: run.newMessages.slice() });
+  if (hasFailure) throw failure;
+}
+
+/** What a turn tells the loop: stop the run, call the model again, or go on only if something is queued. */
+type TurnOutcome = 'end' | 'more' | 'idle';
+
+function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
+  const state = newTurn(run.turnIndex++);
+  run.turn = state;
+  run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
+  for (const message of pending) addMessage(run, message);
+  if (run.signal.aborted) throw run.signal.reason;
+
+  const { hooks } = run;
+  const ctx = hookContext(run, state.index);
+  let context: readonly Message[] = run.transcript;
+  if (hooks.transformContext !== undefined) {
+    const transform = hooks.transformContext;
+    const input = run.transcript.slice();
+    context = yield* callHook(run, 'transformContext', input, () => transform(input, ctx), input, expectMessages);
+  }
+  if (hooks.convertToLlm !== undefined) {
+    const convert = hooks.convertToLlm;
+    const input = context.slice();
+    context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input, expectMessages);
+  }
+  // The provider gets its own array: a factory or a test may keep it, and the transcript grows afterwards.
+  if (context === run.transcript) context = run.transcript.slice();
+  let systemPrompt = run.systemPrompt;
+  if (hooks.transformSystemPrompt !== undefined) {
+    const transform = hooks.transformSystemPrompt;
+    const input = systemPrompt;
+    systemPrompt = yield* callHook(
+      run,
+      'transformSystemPrompt',
+      input,
+      () => transform(input, ctx),
+      input,
+      expectString,
+    );
+  }
+
+  const response = yield* streamResponse(run, state, context, systemPrompt);
+  if (response.stopReason === 'error' || response.stopReason === 'aborted') {
+    endTurn(run, state, response, []);
+    return 'end';
+  }
+
+  let final: AssistantMessage = response;
+  let inject: readonly Message[] = [];
+  let decision: TurnDecision = 'natural';
+  if (hooks.afterModelResponse !== undefined) {
+    const after = hooks.afterModelResponse;
+    const action = yield* callHook<TurnAction | undefined, TurnAction | undefined>(
+      run,
+      'afterModelResponse',
+      response,
+      () => after(response, ctx),
+      undefined,
+      expectTurnAction,
+    );
+    if (action !== undefined) {
+      final = action.response ?? response;
+      inject = action.injectMessages ?? [];
+      decision = action.decision ?? 'natural';
+    }
+  }
+  state.response = undefined;
+  state.assistant = final;
+  run.transcript.push(final);
+  run.newMessages.push(final);
+  run.emit({ type: 'message_end', runId: run.runId, message: final });
+
+  const calls = toolCallsOf(final);
+  let results: readonly ToolResultMessage[] = [];
+  let terminate = false;
+  if (calls.length > 0) {
+    if (decision === 'stop') {
+      results = answerUnexecuted(
+        run,
+        state,
+        calls,
+        'Tool call not executed: the run was stopped after this response',
+      ).results;
+    } else if (final.stopReason === 'length') {
+      results = answerUnexecuted(
+        run,
+        state,
+        calls,
+        'Tool call not executed: the response hit the output token limit, so its arguments may be cut off. Re-issue the call.',
+      ).results;
+    } else {
+      const batch = yield* runToolBatch(run, state, final, calls, ctx);
+      results = batch.results;
+      terminate = batch.terminate;
+    }
+  }
+  for (const message of inject) addMessage(run, message);
+  endTurn(run, state, final, results);
+
+  if (decision === 'stop') return 'end';
+  if (hooks.shouldStopAfterTurn !== undefined) {
+    const shouldStop = hooks.shouldStopAfterTurn;
+    const turnEnd = {
+      ...ctx,
+      message: final,
+      toolResults: results,
+      newMessages: run.newMessages.slice(),
+      context: ctx,
+    };
+    const stop = yield* callHook(run, 'shouldStopAfterTurn', { message: final }, () => shouldStop(turnEnd), false);
+    if (stop === true) return 'end';
+  }
+  if (decision === 'loop_to_model') return 'more';
+  return calls.length > 0 && !terminate ? 'more' : 'idle';
+}
+
+function endTurn(
+  run: RunState,
+  state: TurnState,
+  message: AssistantMessage,
+  toolResults: readonly ToolResultMessage[],
+): void {
+  run.turn = undefined;
+  run.emit({ type: 'turn_end', runId: run.runId, turnIndex: state.index, message, toolResults });
+}
+
+/**
+ * Closes a run interrupted by cancellation or a failure, so the transcript stays consistent: the streaming message
+ * ends (as `aborted`/`error`), a settled response gets its `message_end`, every tool call gets exactly one result,
+ * the turn ends, and unless the turn's own message already says why the run stopped, a closing assistant message does.
+ */
+function closeRun(run: RunState, aborted: boolean, reason: unknown): void {
+  const state = run.turn;
+  const errorMessage = errorMessageOf(reason);
+  if (state === undefined) {
+    closingTurn(run, aborted, reason);
+    return;
+  }
+  if (state.streaming !== undefined) {
+    const message: AssistantMessage = {
+      ...state.streaming,
+      stopReason: aborted ? 'aborted' : 'error',
+      errorMessage,
+      ...(aborted ? { errorKind: 'aborted' as const } : {}),
+    };
+    state.streaming = undefined;
+    state.assistant = message;
+    run.transcript.push(message);
+    run.newMessages.push(message);
+    run.emit({ type: 'message_end', runId: run.runId, message });
+  } else if (state.response !== undefined) {
+    const message = state.response;
+    state.response = undefined;
+    state.assistant = message;
+    run.transcript.push(message);
+    run.newMessages.push(message);
+    run.emit({ type: 'message_end', runId: run.runId, message });
+  }
+
+  const assistant = state.assistant;
+  if (assistant === undefined) {
+    // The model call never happened: the closing message is this turn's message.
+    const closing = closingMessage(run, aborted, reason);
+    addMessage(run, closing);
+    endTurn(run, state, closing, []);
+    return;
+  }
+  const failed = assistant.stopReason === 'error' || assistant.stopReason === 'aborted';
+  if (!failed) {
+    if (state.calls.length === 0) state.calls = toolCallsOf(assistant);
+    const text = aborted
+      ? 'Tool call aborted: the run was cancelled'
+      : `Tool call not completed: the run ended because of an error (${errorMessage})`;
+    for (let index = 0; index < state.calls.length; index++) {
+      if (state.outcomes[index] !== undefined) continue;
+      if (!state.started[index]) {
+        state.started[index] = true;
+        const call = state.calls[index]!;
+        run.emit({
+          type: 'tool_execution_start',
+          runId: run.runId,
+          toolCallId: call.id,
+          toolName: call.name,
+          args: call.arguments,
+        });
+      }
+      finishCall(run, state, index, { result: errorResult(text), isError: true });
+    }
+    for (let index = 0; index < state.calls.length; index++) emitResultMessage(run, state, index);
+  }
+  endTurn(
+    run,
+    state,
+    assistant,
+    state.resultMessages.filter((message) => message !== undefined),
+  );
+  if (!failed) closingTurn(run, aborted, reason);
+}
+
+/** A turn of its own for the closing message, standing in for the model call that was not made. */
+function closingTurn(run: RunState, aborted: boolean, reason: unknown): void {
+  const state = newTurn(run.turnIndex++);
+  run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
+  const closing = closingMessage(run, aborted, reason);
+  addMessage(run, closing);
+  endTurn(run, state, closing, []);
+}
+
+function expectMessages(value: unknown): readonly Message[] {
+  if (!Array.isArray(value)) throw new TypeError(`expected an array of messages, got ${describe(value)}`);
+  return value as Message[];
+}
+
+function expectString(value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError(`expected a string, got ${describe(value)}`);
+  return value;
+}
+
+function expectTurnAction(value: TurnAction | undefined): TurnAction | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object') throw new TypeError(`expected a TurnAction or nothing, got ${describe(value)}`);
+  if (value.response !== undefined && value.response?.role !== 'assistant') {
+    throw new TypeError('the TurnAction response is not an assistant message');
+  }
+  if (value.decision !== undefined && !['natural', 'stop', 'loop_to_model'].includes(value.decision)) {
+    throw new TypeError(`unknown TurnAction decision ${JSON.stringify(value.decision)}`);
+  }
+  if (value.injectMessages !== undefined && !Array.isArray(value.injectMessages)) {
+    throw new TypeError('the TurnAction injectMessages is not an array');
+  }
+  return value;
+}
+
+function describe(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
+}
+
+function validateLoopOptions(options: RunAgentLoopOptions): void {
+  const fail = (what: string): never => {
+    throw new ConfigurationError(`runAgentLoop: ${what}`);
+  };
+  if (typeof options !== 'object' || options === null) fail('expected an options object');
+  validateRunSettings(options, fail);
+  if (typeof options.model !== 'object') fail('`model` must be a Model ({ id, provider })');
+}

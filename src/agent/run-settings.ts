@@ -1,0 +1,73 @@
+/**
+ * The settings a run shares between the Agent and runAgentLoop, and their validation.
+ * @module
+ */
+import type { Message } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
+import type { AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
+
+/** How a run behaves: the options `Agent` and `runAgentLoop` both take. */
+export interface RunSettings {
+  readonly systemPrompt?: string;
+  readonly tools?: readonly AnyAgentTool[];
+  /** `parallel` (default): a batch's tools run concurrently; `sequential`: one after another. */
+  readonly toolExecution?: ToolExecutionMode;
+  /** At most this many tools run at once in a parallel batch (default: no limit). */
+  readonly toolConcurrency?: number;
+  /** A default timeout for every tool call, in milliseconds (a tool's own `timeoutMs` wins). */
+  readonly toolTimeoutMs?: number;
+  /** Cancels the run this many milliseconds after it starts (reason `deadline`). */
+  readonly deadlineMs?: number;
+  /** The thread the conversation belongs to (given to hooks; used by checkpointers). */
+  readonly threadId?: string;
+  /** Extra state, given to hooks as `ctx.extra` (and mutable by them). */
+  readonly extra?: Record<string, unknown>;
+  /** Passed to every provider call (the run's signal is added). */
+  readonly streamOptions?: Omit<StreamOptions, 'signal'>;
+  readonly toolChoice?: ToolChoice;
+}
+
+/** Throws through `fail` for the first invalid setting. */
+export function validateRunSettings(
+  settings: RunSettings & {
+    readonly provider?: Provider;
+    readonly model?: Model | string;
+    readonly messages?: readonly Message[];
+  },
+  fail: (what: string) => never,
+): void {
+  if (typeof settings.provider?.stream !== 'function' || typeof settings.provider.id !== 'string') {
+    fail('`provider` must be a Provider (an object with an id and a stream() method)');
+  }
+  if (typeof settings.model === 'string') {
+    if (settings.model.length === 0) fail('`model` must not be empty');
+  } else if (typeof settings.model?.id !== 'string' || typeof settings.model.provider !== 'string') {
+    fail('`model` must be a model id or a Model ({ id, provider })');
+  }
+  if (settings.systemPrompt !== undefined && typeof settings.systemPrompt !== 'string')
+    fail('`systemPrompt` must be a string');
+  if (settings.tools !== undefined && !Array.isArray(settings.tools)) fail('`tools` must be an array');
+  const names = new Set<string>();
+  for (const tool of settings.tools ?? []) {
+    if (typeof tool?.name !== 'string' || typeof tool.execute !== 'function' || typeof tool.inputSchema !== 'object') {
+      fail('every tool must be built with defineTool()');
+    }
+    if (names.has(tool.name)) fail(`two tools are named "${tool.name}"`);
+    names.add(tool.name);
+  }
+  if (
+    settings.toolExecution !== undefined &&
+    settings.toolExecution !== 'parallel' &&
+    settings.toolExecution !== 'sequential'
+  ) {
+    fail('`toolExecution` must be "parallel" or "sequential"');
+  }
+  if (settings.toolConcurrency !== undefined && !(settings.toolConcurrency >= 1))
+    fail('`toolConcurrency` must be at least 1');
+  for (const key of ['deadlineMs', 'toolTimeoutMs'] as const) {
+    const value = settings[key];
+    if (value !== undefined && !(typeof value === 'number' && value > 0))
+      fail(`\`${key}\` must be a positive number of milliseconds`);
+  }
+}

@@ -1,0 +1,181 @@
+/**
+ * The state of one run, shared by the loop's steps, and the small builders they use.
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import type { AgentHooks, HookContext, HookResult } from '../middleware/types.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import type { ToolCall } from '../types/content.js';
+import { errorMessageOf, HookError, type HookName } from '../types/errors.js';
+import { canonicalJson, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
+import type { AgentToolResult, AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
+import { EMPTY_USAGE } from '../types/usage.js';
+import { settle, type Op } from './drive.js';
+
+/** One tool call's final outcome. */
+export interface CallOutcome {
+  readonly result: AgentToolResult;
+  readonly isError: boolean;
+}
+
+/** What the loop knows about the turn in progress, so that an interrupted turn can be closed consistently. */
+export interface TurnState {
+  readonly index: number;
+  /** The assistant message being streamed (`message_start` emitted, no `message_end` yet). */
+  streaming: AssistantMessage | undefined;
+  /** A complete response waiting for `afterModelResponse` (no `message_end` yet). */
+  response: AssistantMessage | undefined;
+  /** The turn's assistant message after its `message_end`. */
+  assistant: AssistantMessage | undefined;
+  /** The tool calls being handled, in the model's order, and what is known of each. */
+  calls: readonly ToolCall[];
+  started: boolean[];
+  outcomes: (CallOutcome | undefined)[];
+  /** The result messages emitted so far, by call index. */
+  resultMessages: (ToolResultMessage | undefined)[];
+}
+
+/** Everything a run's steps share. Built once per run. */
+export interface RunState {
+  readonly runId: string;
+  readonly provider: Provider;
+  readonly model: Model;
+  readonly systemPrompt: string;
+  readonly tools: readonly AnyAgentTool[];
+  readonly toolsByName: ReadonlyMap<string, AnyAgentTool>;
+  readonly hooks: AgentHooks;
+  /** The name hook failures are reported under when a hook is not a named middleware's. */
+  readonly hookOwner: string;
+  readonly toolExecution: ToolExecutionMode;
+  readonly toolConcurrency: number;
+  readonly toolTimeoutMs: number | undefined;
+  readonly streamOptions: Omit<StreamOptions, 'signal'> | undefined;
+  readonly toolChoice: ToolChoice | undefined;
+  readonly threadId: string | undefined;
+  readonly extra: Record<string, unknown>;
+  readonly getSteeringMessages: (() => readonly Message[]) | undefined;
+  readonly getFollowUpMessages: (() => readonly Message[]) | undefined;
+  /** The whole transcript: history, then what this run added. */
+  readonly transcript: Message[];
+  /** What this run added. */
+  readonly newMessages: Message[];
+  readonly signal: AbortSignal;
+  /** Cancels everything in flight (tools see their signal fire) with `reason`. */
+  readonly abort: (reason: unknown) => void;
+  readonly emit: (event: AgentEvent) => void;
+  turnIndex: number;
+  turn: TurnState | undefined;
+}
+
+/** Starts the state of a new turn. */
+export function newTurn(index: number): TurnState {
+  return {
+    index,
+    streaming: undefined,
+    response: undefined,
+    assistant: undefined,
+    calls: [],
+    started: [],
+    outcomes: [],
+    resultMessages: [],
+  };
+}
+
+/** The context every hook of a turn gets. */
+export function hookContext(run: RunState, turnIndex: number): HookContext {
+  return {
+    runId: run.runId,
+    turnIndex,
+    ...(run.threadId !== undefined ? { threadId: run.threadId } : {}),
+    model: run.model,
+    systemPrompt: run.systemPrompt,
+    tools: run.tools,
+    messages: run.transcript,
+    extra: run.extra,
+    signal: run.signal,
+  };
+}
+
+/**
+ * Calls a hook and waits for its answer, then checks it with `check` (which throws for an answer of the wrong
+ * shape). A throw, an error or a wrong answer becomes a {@link HookError} (named after the hook's owner, with a hash
+ * of `input`), except when the run was cancelled meanwhile: then the cancellation goes on.
+ */
+export function* callHook<T, R = T>(
+  run: RunState,
+  hook: HookName,
+  input: unknown,
+  invoke: () => HookResult<T>,
+  fallback: T,
+  check?: (answer: T) => R,
+): Op<R> {
+  try {
+    const answer = yield* settle(invoke(), fallback);
+    return check === undefined ? (answer as unknown as R) : check(answer);
+  } catch (error) {
+    if (run.signal.aborted) throw run.signal.reason;
+    throw toHookError(run, hook, input, error);
+  }
+}
+
+/** Wraps a hook failure, keeping one that composition already named. */
+export function toHookError(run: RunState, hook: HookName, input: unknown, error: unknown): HookError {
+  if (error instanceof HookError) return error;
+  return new HookError({ middleware: run.hookOwner, hook, inputHash: hashInput(input), cause: error });
+}
+
+/** A short hash of a hook's input: enough to correlate failures, nothing of the input itself. */
+export function hashInput(input: unknown): string | undefined {
+  try {
+    return createHash('sha256').update(canonicalJson(input)).digest('hex').slice(0, 16);
+  } catch {
+    return undefined;
+  }
+}
+
+/** An error result with one text block. */
+export function errorResult(text: string): AgentToolResult {
+  return { content: [{ type: 'text', text }], isError: true };
+}
+
+/** The transcript message for a tool call's outcome. */
+export function toolResultMessage(call: ToolCall, outcome: CallOutcome): ToolResultMessage {
+  const { result } = outcome;
+  const base = {
+    role: 'toolResult' as const,
+    toolCallId: call.id,
+    toolName: call.name,
+    content: result.content,
+  };
+  return result.details === undefined
+    ? { ...base, isError: outcome.isError, timestamp: Date.now() }
+    : { ...base, details: result.details, isError: outcome.isError, timestamp: Date.now() };
+}
+
+/**
+ * The message that closes a run ended by cancellation or a hook failure, standing in for the model call that did not
+ * happen: empty content, `stopReason` `aborted` or `error`, `errorMessage` saying why.
+ */
+export function closingMessage(run: RunState, aborted: boolean, reason: unknown): AssistantMessage {
+  return {
+    role: 'assistant',
+    content: [],
+    stopReason: aborted ? 'aborted' : 'error',
+    errorMessage: errorMessageOf(reason),
+    ...(aborted ? { errorKind: 'aborted' as const } : {}),
+    usage: EMPTY_USAGE,
+    provider: run.provider.id,
+    model: run.model.id,
+    timestamp: Date.now(),
+  };
+}
+
+/** Appends a message to the transcript and emits its start and end. */
+export function addMessage(run: RunState, message: Message): void {
+  run.emit({ type: 'message_start', runId: run.runId, message });
+  run.transcript.push(message);
+  run.newMessages.push(message);
+  run.emit({ type: 'message_end', runId: run.runId, message });
+}

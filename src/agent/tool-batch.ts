@@ -1,0 +1,358 @@
+/**
+ * A turn's tool batch: validate, gate (`beforeToolCall`), execute (in parallel through `mergeMap`, or one by one),
+ * rewrite (`afterToolCall`), and answer every call exactly once, in the model's order.
+ * @module
+ */
+import { asyncScheduler, from, isObservable, Observable, of } from 'rxjs';
+import { executeToolCalls } from '../../operators/execute-tool-calls.js';
+import type { AfterToolCallResult, BeforeToolCallResult, HookContext } from '../middleware/types.js';
+import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
+import type { ToolCall } from '../types/content.js';
+import { errorMessageOf } from '../types/errors.js';
+import type { AssistantMessage, ToolResultMessage } from '../types/messages.js';
+import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
+import { fromOp, isPromiseLike, settle, suspend, type Op } from './drive.js';
+import {
+  callHook,
+  errorResult,
+  toolResultMessage,
+  type CallOutcome,
+  type RunState,
+  type TurnState,
+} from './run-state.js';
+
+/** A call that passed validation and `beforeToolCall`, ready to execute. */
+interface RunnableCall {
+  readonly index: number;
+  readonly call: ToolCall;
+  readonly tool: AnyAgentTool;
+  readonly args: Record<string, unknown>;
+}
+
+/** What the batch produced. */
+export interface BatchResult {
+  readonly results: ToolResultMessage[];
+  /** Every result asked to terminate. */
+  readonly terminate: boolean;
+}
+
+/**
+ * Runs the tool calls of `assistant`. In parallel mode every call is validated and gated first, in the model's
+ * order; then the runnable calls execute at most `toolConcurrency` at a time, each settling on its own (a failing tool
+ * is an error result, never a failed batch); `tool_execution_end` fires in completion order, and the result messages
+ * follow the batch in the model's order. In sequential mode (the agent's setting, or any tool of the batch asking for
+ * it) each call is handled and answered before the next one starts.
+ */
+export function* runToolBatch(
+  run: RunState,
+  turn: TurnState,
+  assistant: AssistantMessage,
+  calls: readonly ToolCall[],
+  ctx: HookContext,
+): Op<BatchResult> {
+  turn.calls = calls;
+  const sequential =
+    run.toolExecution === 'sequential' ||
+    calls.some((call) => run.toolsByName.get(call.name)?.executionMode === 'sequential');
+
+  if (sequential) {
+    for (let index = 0; index < calls.length; index++) {
+      const runnable = yield* prepareCall(run, turn, assistant, index, ctx);
+      if (runnable !== undefined) yield* executeCall(run, turn, assistant, runnable, ctx);
+      emitResultMessage(run, turn, index);
+    }
+  } else {
+    const runnable: RunnableCall[] = [];
+    for (let index = 0; index < calls.length; index++) {
+      const prepared = yield* prepareCall(run, turn, assistant, index, ctx);
+      if (prepared !== undefined) runnable.push(prepared);
+    }
+    if (runnable.length > 0) {
+      const batch$ = from(runnable).pipe(
+        executeToolCalls((call) => fromOp(() => executeCall(run, turn, assistant, call, ctx)), run.toolConcurrency),
+      );
+      yield* suspend(batch$, undefined);
+    }
+    for (let index = 0; index < calls.length; index++) emitResultMessage(run, turn, index);
+  }
+
+  const results = turn.resultMessages as ToolResultMessage[];
+  return { results, terminate: turn.outcomes.every((outcome) => outcome?.result.terminate === true) };
+}
+
+/**
+ * Answers calls that will not run (the response hit the token limit, or a hook stopped the run) with `text`, with the
+ * same events an executed call has.
+ */
+export function answerUnexecuted(
+  run: RunState,
+  turn: TurnState,
+  calls: readonly ToolCall[],
+  text: string,
+): BatchResult {
+  turn.calls = calls;
+  for (let index = 0; index < calls.length; index++) {
+    startCall(run, turn, index);
+    finishCall(run, turn, index, { result: errorResult(text), isError: true });
+    emitResultMessage(run, turn, index);
+  }
+  return { results: turn.resultMessages as ToolResultMessage[], terminate: false };
+}
+
+/** Validation, then `beforeToolCall`. Returns the call to execute, or `undefined` when it is already answered. */
+function* prepareCall(
+  run: RunState,
+  turn: TurnState,
+  assistant: AssistantMessage,
+  index: number,
+  ctx: HookContext,
+): Op<RunnableCall | undefined> {
+  const call = turn.calls[index]!;
+  startCall(run, turn, index);
+  const reject = (text: string) => {
+    finishCall(run, turn, index, { result: errorResult(text), isError: true });
+    return undefined;
+  };
+
+  if (call.invalidArguments !== undefined) {
+    return reject(
+      `Tool call arguments for "${call.name}" are not valid JSON (${invalidJsonReason(call.invalidArguments)}). ` +
+        `Received: ${call.invalidArguments}`,
+    );
+  }
+  const tool = run.toolsByName.get(call.name);
+  if (tool === undefined) return reject(`Tool ${call.name} not found`);
+
+  let validation: ValidationOutcome;
+  try {
+    validation = yield* settle(validateToolArguments(tool, call.arguments), {
+      ok: false,
+      message: 'Validation did not finish',
+    });
+  } catch (error) {
+    if (run.signal.aborted) throw run.signal.reason;
+    validation = { ok: false, message: `Invalid arguments for tool "${call.name}": ${errorMessageOf(error)}` };
+  }
+  if (!validation.ok) return reject(validation.message);
+  const args = validation.args;
+
+  const { beforeToolCall } = run.hooks;
+  if (beforeToolCall !== undefined) {
+    const decision = yield* callHook<BeforeToolCallResult | undefined>(
+      run,
+      'beforeToolCall',
+      { toolCall: call, args },
+      () => beforeToolCall({ ...ctx, assistantMessage: assistant, toolCall: call, args, context: ctx }),
+      undefined,
+    );
+    if (decision?.block === true) {
+      const blocked: CallOutcome = {
+        result: errorResult(decision.reason ?? `Tool call ${call.name} was blocked`),
+        isError: true,
+      };
+      finishCall(run, turn, index, yield* afterToolCall(run, assistant, call, args, blocked, ctx));
+      return undefined;
+    }
+  }
+  return { index, call, tool, args };
+}
+
+/** Executes one call, then `afterToolCall`, then records its outcome and emits `tool_execution_end`. */
+function* executeCall(
+  run: RunState,
+  turn: TurnState,
+  assistant: AssistantMessage,
+  runnable: RunnableCall,
+  ctx: HookContext,
+): Op<void> {
+  const { call, tool, args, index } = runnable;
+  const timeoutMs = tool.timeoutMs ?? run.toolTimeoutMs;
+  // One controller per run is the rule; a call gets its own only when it has a timeout to enforce.
+  const controller = timeoutMs === undefined ? undefined : new AbortController();
+  const signal = controller === undefined ? run.signal : AbortSignal.any([run.signal, controller.signal]);
+  let settled = false;
+  const onUpdate = (partialResult: AgentToolResult) => {
+    if (settled || run.signal.aborted) return;
+    run.emit({
+      type: 'tool_execution_update',
+      runId: run.runId,
+      toolCallId: call.id,
+      toolName: call.name,
+      partialResult,
+    });
+  };
+
+  let outcome: CallOutcome;
+  try {
+    const output$ = toolOutput$(() => tool.execute(call.id, args, { signal, onUpdate, toolCall: call }), onUpdate);
+    const raw = yield* suspend(
+      controller === undefined ? output$ : withTimeout(output$, timeoutMs!, controller, call.name),
+      NO_RESULT as unknown,
+    );
+    outcome = normalizeResult(call.name, raw);
+  } catch (error) {
+    if (run.signal.aborted) throw run.signal.reason;
+    outcome = {
+      result: errorResult(error instanceof ToolTimeout ? error.message : errorMessageOf(error)),
+      isError: true,
+    };
+  } finally {
+    settled = true;
+  }
+  finishCall(run, turn, index, yield* afterToolCall(run, assistant, call, args, outcome, ctx));
+}
+
+/** `afterToolCall`: a partial result merged over the call's outcome, field by field. */
+function* afterToolCall(
+  run: RunState,
+  assistant: AssistantMessage,
+  call: ToolCall,
+  args: Record<string, unknown>,
+  outcome: CallOutcome,
+  ctx: HookContext,
+): Op<CallOutcome> {
+  const hook = run.hooks.afterToolCall;
+  if (hook === undefined) return outcome;
+  const patch = yield* callHook<AfterToolCallResult | undefined>(
+    run,
+    'afterToolCall',
+    { toolCall: call, args, result: outcome.result },
+    () =>
+      hook({
+        ...ctx,
+        assistantMessage: assistant,
+        toolCall: call,
+        args,
+        result: outcome.result,
+        isError: outcome.isError,
+        context: ctx,
+      }),
+    undefined,
+  );
+  if (patch === undefined || patch === null) return outcome;
+  const { result } = outcome;
+  const isError = patch.isError ?? outcome.isError;
+  const details = patch.details !== undefined ? patch.details : result.details;
+  const terminate = patch.terminate ?? result.terminate;
+  return {
+    result: {
+      content: patch.content ?? result.content,
+      ...(details !== undefined ? { details } : {}),
+      ...(isError ? { isError } : {}),
+      ...(terminate !== undefined ? { terminate } : {}),
+    },
+    isError,
+  };
+}
+
+function startCall(run: RunState, turn: TurnState, index: number): void {
+  const call = turn.calls[index]!;
+  turn.started[index] = true;
+  run.emit({
+    type: 'tool_execution_start',
+    runId: run.runId,
+    toolCallId: call.id,
+    toolName: call.name,
+    args: call.arguments,
+  });
+}
+
+/** Records a call's outcome and emits its `tool_execution_end`. */
+export function finishCall(run: RunState, turn: TurnState, index: number, outcome: CallOutcome): void {
+  const call = turn.calls[index]!;
+  turn.outcomes[index] = outcome;
+  run.emit({
+    type: 'tool_execution_end',
+    runId: run.runId,
+    toolCallId: call.id,
+    toolName: call.name,
+    result: outcome.result,
+    isError: outcome.isError,
+  });
+}
+
+/** Emits the result message of call `index` (once) and adds it to the transcript. */
+export function emitResultMessage(run: RunState, turn: TurnState, index: number): void {
+  if (turn.resultMessages[index] !== undefined) return;
+  const message = toolResultMessage(turn.calls[index]!, turn.outcomes[index]!);
+  turn.resultMessages[index] = message;
+  run.emit({ type: 'message_start', runId: run.runId, message });
+  run.transcript.push(message);
+  run.newMessages.push(message);
+  run.emit({ type: 'message_end', runId: run.runId, message });
+}
+
+const NO_RESULT = Symbol('no result');
+
+/**
+ * A tool's output as an Observable of raw results: a plain value, a Promise, or an Observable whose emissions before
+ * the last are progress updates (reported through `onUpdate` as the next one arrives).
+ */
+function toolOutput$(invoke: () => unknown, onUpdate: (partial: AgentToolResult) => void): Observable<unknown> {
+  return new Observable<unknown>((subscriber) => {
+    let output: unknown;
+    try {
+      output = invoke();
+    } catch (error) {
+      subscriber.error(error);
+      return;
+    }
+    if (isObservable(output)) {
+      let previous: unknown = NO_RESULT;
+      return output.subscribe({
+        next: (value) => {
+          if (previous !== NO_RESULT) onUpdate(normalizeResult('', previous).result);
+          previous = value;
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => {
+          subscriber.next(previous);
+          subscriber.complete();
+        },
+      });
+    }
+    return (isPromiseLike(output) ? from(output as PromiseLike<unknown>) : of(output)).subscribe(subscriber);
+  });
+}
+
+class ToolTimeout extends Error {}
+
+/** Fails with a timeout after `ms`, aborting the call's own signal so the tool can stop. */
+function withTimeout<T>(source$: Observable<T>, ms: number, controller: AbortController, name: string): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    const timer = asyncScheduler.schedule(() => {
+      const error = new ToolTimeout(`Tool ${name} timed out after ${ms} ms`);
+      // The reason a timed-out signal carries everywhere else (AbortSignal.timeout): a DOMException TimeoutError.
+      controller.abort(new DOMException(error.message, 'TimeoutError'));
+      subscriber.error(error);
+    }, ms);
+    const subscription = source$.subscribe(subscriber);
+    return () => {
+      timer.unsubscribe();
+      subscription.unsubscribe();
+    };
+  });
+}
+
+/** A string is one text block; anything else must look like an {@link AgentToolResult}. */
+function normalizeResult(toolName: string, raw: unknown): CallOutcome {
+  if (typeof raw === 'string') return { result: { content: [{ type: 'text', text: raw }] }, isError: false };
+  if (raw === NO_RESULT) return { result: errorResult(`Tool ${toolName} completed without a result`), isError: true };
+  if (raw !== null && typeof raw === 'object' && Array.isArray((raw as AgentToolResult).content)) {
+    const result = raw as AgentToolResult;
+    return { result, isError: result.isError === true };
+  }
+  return {
+    result: errorResult(`Tool ${toolName} returned an invalid result (expected a string or { content: [...] })`),
+    isError: true,
+  };
+}
+
+function invalidJsonReason(raw: string): string {
+  try {
+    const value: unknown = JSON.parse(raw);
+    return `expected a JSON object, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`;
+  } catch (error) {
+    return errorMessageOf(error);
+  }
+}

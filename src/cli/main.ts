@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+/**
+ * The `cubepi` command: runs an agent and streams what happens to the terminal. Offline by default (a scripted
+ * FauxProvider), so it works on a fresh clone with no keys. Built on the public API only.
+ * @module
+ */
+import { parseArgs } from 'node:util';
+import { merge, share, tap, type Observable } from 'rxjs';
+import { z } from 'zod';
+import { Agent, defineTool, type Message } from '../index.js';
+import { ofType, textDeltas } from '../../operators/index.js';
+import { FauxProvider, fauxMessage, fauxToolCall } from '../testing/index.js';
+
+const HELP = `Usage: cubepi [prompt] [options]
+
+Runs an agent and streams its answer, its tool calls and a summary.
+
+Options:
+  --events       print every agent event as a JSON line instead of the readable view
+  --delay <ms>   pause between streamed chunks of the offline model (default 12)
+  -h, --help     show this help
+
+Without a provider option the model is cubepi's scripted FauxProvider: no network, no keys.`;
+
+const CITIES: Record<string, { temperature: number; sky: string }> = {
+  paris: { temperature: 18, sky: 'light rain' },
+  oslo: { temperature: 7, sky: 'clear' },
+};
+
+/** A tool with a real schema, validation and cancellation, answering from a small table. */
+const weather = defineTool({
+  name: 'weather',
+  description: 'Current weather for a city',
+  parameters: z.object({ city: z.string().describe('City name, e.g. "Paris"') }),
+  execute: async (_id, { city }, { signal }) => {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, 150);
+      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+    });
+    const known = CITIES[city.toLowerCase()];
+    if (known === undefined) return { content: [{ type: 'text', text: `No weather data for ${city}` }], isError: true };
+    return {
+      content: [{ type: 'text', text: `${city}: ${known.temperature} °C, ${known.sky}` }],
+      details: { city, ...known },
+    };
+  },
+});
+
+/** The offline model: asks for the weather of both cities at once, then answers from the results. */
+function offlineProvider(delayMs: number): FauxProvider {
+  return new FauxProvider({
+    delayMs,
+    responses: [
+      fauxMessage([fauxToolCall('weather', { city: 'Paris' }), fauxToolCall('weather', { city: 'Oslo' })]),
+      (messages: readonly Message[]) => {
+        const results = messages
+          .filter((m) => m.role === 'toolResult')
+          .map((m) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
+        return fauxMessage(
+          `Here is the weather you asked for:\n- ${results.join('\n- ')}\nPack an umbrella for Paris.`,
+        );
+      },
+    ],
+  });
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      events: { type: 'boolean', default: false },
+      delay: { type: 'string', default: '12' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  const delayMs = Number(values.delay);
+  if (!Number.isFinite(delayMs) || delayMs < 0) {
+    process.stderr.write(`cubepi: --delay must be a number of milliseconds, got ${values.delay}\n`);
+    return 2;
+  }
+  const prompt = positionals.join(' ') || 'What is the weather in Paris and Oslo?';
+  const agent = new Agent({
+    provider: offlineProvider(delayMs),
+    model: 'faux',
+    systemPrompt: 'You are a concise weather assistant.',
+    tools: [weather],
+  });
+
+  // Cold until subscribed; share() lets the views below watch one run (each subscription would otherwise start one).
+  const run$ = agent.prompt$(prompt).pipe(share());
+  const out = process.stdout;
+  const view$: Observable<unknown> = values.events
+    ? run$.pipe(
+        tap((event) =>
+          out.write(
+            `${JSON.stringify(event.type === 'message_update' ? { type: event.type, streamEvent: event.streamEvent.type } : event)}\n`,
+          ),
+        ),
+      )
+    : merge(
+        run$.pipe(
+          textDeltas(),
+          tap((text) => out.write(text)),
+        ),
+        run$.pipe(
+          ofType('tool_execution_start'),
+          tap((e) => out.write(`\n→ ${e.toolName}(${JSON.stringify(e.args)})\n`)),
+        ),
+        run$.pipe(
+          ofType('tool_execution_end'),
+          tap((e) =>
+            out.write(`← ${e.toolName}: ${e.result.content.map((b) => ('text' in b ? b.text : '')).join('')}\n`),
+          ),
+        ),
+        run$.pipe(
+          ofType('agent_end'),
+          tap((e) => summarize(e.messages)),
+        ),
+      );
+
+  out.write(`> ${prompt}\n`);
+  const stop = () => subscription.unsubscribe(); // Ctrl-C cancels the run: the request is aborted, tools signalled
+  const subscription = view$.subscribe({ error: (error: unknown) => out.write(`\nerror: ${String(error)}\n`) });
+  process.once('SIGINT', stop);
+  await agent.waitForIdle();
+  process.off('SIGINT', stop);
+  return agent.state.errorMessage === undefined ? 0 : 1;
+
+  function summarize(messages: readonly Message[]): void {
+    const assistants = messages.filter((m) => m.role === 'assistant');
+    const tokens = assistants.reduce((sum, m) => sum + (m.role === 'assistant' ? m.usage.totalTokens : 0), 0);
+    out.write(`\n\n[${messages.length} messages, ${assistants.length} model calls, ~${tokens} tokens]\n`);
+  }
+}
+
+// A closed pipe (`cubepi --events | head`) is the reader leaving, not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`cubepi: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,83 @@
+/**
+ * `cubepi`: an RxJS-native LLM agent runtime. Agents, tools, providers and hooks, where everything that happens over
+ * time is an Observable.
+ * @module
+ */
+export {
+  Agent,
+  resolveModel,
+  type AgentListener,
+  type AgentOptions,
+  type AgentState,
+  type QueueMode,
+  type RunOptions,
+} from './agent/agent.js';
+export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.js';
+export type { RunSettings } from './agent/run-settings.js';
+export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
+export { MessageAssembler, type MessageAssemblerInit } from './providers/message-assembler.js';
+export { parsePartialJson, parseToolArguments, type ToolArgumentsParse } from './providers/partial-json.js';
+export {
+  HOOK_NAMES,
+  type AfterToolCallContext,
+  type AfterToolCallResult,
+  type AgentHooks,
+  type BeforeToolCallContext,
+  type BeforeToolCallResult,
+  type HookContext,
+  type HookResult,
+  type TurnAction,
+  type TurnDecision,
+  type TurnEndContext,
+} from './middleware/types.js';
+export type * from './types/agent-events.js';
+export type * from './types/content.js';
+export type { Model, ModelCost } from './types/model.js';
+export type {
+  JsonSchema,
+  Provider,
+  StreamOptions,
+  StreamRequest,
+  ToolChoice,
+  ToolDefinition,
+} from './types/provider.js';
+export type * from './types/stream-events.js';
+export { isTerminalStreamEvent } from './types/stream-events.js';
+export type {
+  AgentTool,
+  AgentToolResult,
+  AnyAgentTool,
+  ToolExecuteContext,
+  ToolExecuteResult,
+  ToolExecutionMode,
+} from './types/tool.js';
+export {
+  canonicalJson,
+  serializeMessage,
+  textOf,
+  toolCallsOf,
+  userMessage,
+  type AssistantMessage,
+  type Message,
+  type MessageMetadata,
+  type ProviderErrorKind,
+  type StopReason,
+  type ToolResultMessage,
+  type UserMessage,
+} from './types/messages.js';
+export { addUsage, computeUsage, EMPTY_USAGE, type TokenCounts, type Usage, type UsageCost } from './types/usage.js';
+export {
+  AgentBusyError,
+  ConfigurationError,
+  CubepiError,
+  errorMessageOf,
+  HookError,
+  InvalidInputError,
+  InvalidStateError,
+  isAbortError,
+  ProviderError,
+  RunAbortedError,
+  type AbortReason,
+  type HookErrorDetails,
+  type HookName,
+} from './types/errors.js';

@@ -1,0 +1,129 @@
+/**
+ * The seven hooks: their contexts, results and contracts.
+ * @module
+ */
+import type { Observable } from 'rxjs';
+import type { ToolCall, ToolResultContent } from '../types/content.js';
+import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
+
+/**
+ * What a hook may return: a value, a Promise, or an Observable whose **last** value counts (an Observable that
+ * completes without a value means "no result": the input unchanged for a transform, nothing for the others).
+ * A plain value costs nothing extra: only a Promise is awaited and only an Observable is subscribed.
+ */
+export type HookResult<T> = T | PromiseLike<T> | Observable<T>;
+
+/** What every hook is told about the run it is part of. */
+export interface HookContext {
+  readonly runId: string;
+  /** The turn (model call) this hook belongs to, from 0. */
+  readonly turnIndex: number;
+  readonly threadId?: string;
+  readonly model: Model;
+  readonly systemPrompt: string;
+  readonly tools: readonly AnyAgentTool[];
+  /** The stored transcript so far. Read-only: hooks change what the model receives, never the transcript. */
+  readonly messages: readonly Message[];
+  /** The agent's extra state (persisted with the thread by a checkpointer). */
+  readonly extra: Record<string, unknown>;
+  /** Aborts when the run is cancelled; a long hook should stop when it fires. */
+  readonly signal: AbortSignal;
+}
+
+/** The context of `beforeToolCall`. `context` is the turn's {@link HookContext} (whose fields this one repeats). */
+export interface BeforeToolCallContext extends HookContext {
+  readonly assistantMessage: AssistantMessage;
+  readonly toolCall: ToolCall;
+  /** The arguments after validation (zod defaults applied). */
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly context: HookContext;
+}
+
+/** `{ block: true }` stops the call: it is not executed and its result is an error carrying `reason`. */
+export interface BeforeToolCallResult {
+  readonly block?: boolean;
+  readonly reason?: string;
+}
+
+/** The context of `afterToolCall`: the call and the result it produced (executed, or the error of a blocked call). */
+export interface AfterToolCallContext extends HookContext {
+  readonly assistantMessage: AssistantMessage;
+  readonly toolCall: ToolCall;
+  readonly args: Readonly<Record<string, unknown>>;
+  readonly result: AgentToolResult;
+  readonly isError: boolean;
+  readonly context: HookContext;
+}
+
+/** Fields that replace those of the tool's result; `undefined` fields leave them as they are. */
+export interface AfterToolCallResult {
+  readonly content?: readonly ToolResultContent[];
+  readonly details?: unknown;
+  readonly isError?: boolean;
+  readonly terminate?: boolean;
+}
+
+/** The context of `shouldStopAfterTurn`, given after `turn_end`. */
+export interface TurnEndContext extends HookContext {
+  /** The turn's assistant message. */
+  readonly message: AssistantMessage;
+  readonly toolResults: readonly ToolResultMessage[];
+  /** Every message this run added so far. */
+  readonly newMessages: readonly Message[];
+  readonly context: HookContext;
+}
+
+/**
+ * What the loop does after a model response: `natural` (execute its tool calls and continue if there were any, else
+ * end), `stop` (end the run after this response; its tool calls are not executed and get error results), or
+ * `loop_to_model` (call the model again after this turn, even without tool calls).
+ */
+export type TurnDecision = 'natural' | 'stop' | 'loop_to_model';
+
+/**
+ * The answer of `afterModelResponse`. `response` replaces the response (for later middlewares and for what is
+ * stored); `injectMessages` are added to the transcript after this turn's tool results, before the next model call;
+ * `decision` steers the loop.
+ */
+export interface TurnAction {
+  readonly response?: AssistantMessage;
+  readonly injectMessages?: readonly Message[];
+  readonly decision?: TurnDecision;
+}
+
+/**
+ * The seven hooks. Each is optional; each may answer with a value, a Promise or an Observable ({@link HookResult});
+ * each gets the run's `signal` through its context. A hook that throws or errors ends the run with a `HookError`.
+ */
+export interface AgentHooks {
+  /**
+   * Before every model call: turns the transcript into the messages the model receives (trim, summarise, inject).
+   * Gets a copy; the stored transcript never changes. Chained across middlewares.
+   */
+  transformContext?(messages: Message[], ctx: HookContext): HookResult<Message[]>;
+  /** Just before the provider call, after `transformContext`: the final conversion. Only one implementation runs. */
+  convertToLlm?(messages: Message[], ctx: HookContext): HookResult<Message[]>;
+  /** Before every model call: the system prompt the model receives. Chained. */
+  transformSystemPrompt?(prompt: string, ctx: HookContext): HookResult<string>;
+  /** Per tool call, after argument validation, before execution: may block the call. */
+  beforeToolCall?(ctx: BeforeToolCallContext): HookResult<BeforeToolCallResult | undefined>;
+  /** Per tool call, after execution (or blocking): may rewrite the result, field by field. */
+  afterToolCall?(ctx: AfterToolCallContext): HookResult<AfterToolCallResult | undefined>;
+  /** At every turn end: `true` ends the run (queued steering and follow-ups stay queued). */
+  shouldStopAfterTurn?(ctx: TurnEndContext): HookResult<boolean>;
+  /** After each successful model response settles, before its `message_end`: may replace it, inject, decide. */
+  afterModelResponse?(response: AssistantMessage, ctx: HookContext): HookResult<TurnAction | undefined>;
+}
+
+/** The name of each hook, in the order they fire within a turn. */
+export const HOOK_NAMES = [
+  'transformContext',
+  'convertToLlm',
+  'transformSystemPrompt',
+  'afterModelResponse',
+  'beforeToolCall',
+  'afterToolCall',
+  'shouldStopAfterTurn',
+] as const satisfies readonly (keyof AgentHooks)[];

@@ -1,0 +1,266 @@
+/**
+ * The block assembler every provider shares: wire events in, cubepi stream events out.
+ * @module
+ */
+import type { AssistantContent, ThinkingContent, ToolCall } from '../types/content.js';
+import type { AssistantMessage, MessageMetadata, ProviderErrorKind, StopReason } from '../types/messages.js';
+import type {
+  DoneEvent,
+  ErrorEvent,
+  StartEvent,
+  TextDeltaEvent,
+  TextEndEvent,
+  TextStartEvent,
+  ThinkingDeltaEvent,
+  ThinkingEndEvent,
+  ThinkingStartEvent,
+  ToolCallDeltaEvent,
+  ToolCallEndEvent,
+  ToolCallStartEvent,
+} from '../types/stream-events.js';
+import { EMPTY_USAGE, type Usage } from '../types/usage.js';
+import { parsePartialJson, parseToolArguments } from './partial-json.js';
+
+/** Who answers: stamped on every snapshot. */
+export interface MessageAssemblerInit {
+  readonly provider: string;
+  readonly model: string;
+  readonly timestamp?: number;
+  readonly metadata?: MessageMetadata;
+}
+
+/**
+ * Builds an assistant message block by block and returns the stream event for each step. Providers only map their
+ * wire events onto these calls; the assembler owns the snapshots and the argument parsing, so every provider streams
+ * the same way.
+ *
+ * Every event's `partial` is a new immutable snapshot that shares unchanged blocks with the previous one: one message
+ * literal, one copy of the content array and one new block, O(number of blocks). Tool-call arguments are parsed
+ * tolerantly for previews on each delta and strictly at {@link endToolCall}.
+ *
+ * @example
+ * const asm = new MessageAssembler({ provider: 'acme', model: 'acme-1' });
+ * subscriber.next(asm.start());
+ * const i = asm.blockCount; subscriber.next(asm.startText());
+ * subscriber.next(asm.textDelta(i, 'Hello'));
+ * subscriber.next(asm.endText(i));
+ * subscriber.next(asm.done('stop'));
+ */
+export class MessageAssembler {
+  private blocks: AssistantContent[] = [];
+  private readonly rawArguments = new Map<number, string>();
+  private usage: Usage = EMPTY_USAGE;
+  private responseId: string | undefined;
+  private model: string;
+  private readonly provider: string;
+  private readonly timestamp: number;
+  private readonly metadata: MessageMetadata | undefined;
+  private current: AssistantMessage;
+
+  constructor(init: MessageAssemblerInit) {
+    this.provider = init.provider;
+    this.model = init.model;
+    this.timestamp = init.timestamp ?? Date.now();
+    this.metadata = init.metadata;
+    this.current = this.snapshot('stop');
+  }
+
+  /** The latest snapshot (its `stopReason` is provisional until the terminal event). */
+  get partial(): AssistantMessage {
+    return this.current;
+  }
+
+  /** The number of blocks so far: the `contentIndex` the next `start*` call will use. */
+  get blockCount(): number {
+    return this.blocks.length;
+  }
+
+  /** Sets the provider's response id (kept on every later snapshot). */
+  setResponseId(id: string): void {
+    this.responseId = id;
+  }
+
+  /** Sets the model that actually answered, when the API reports a more precise id than the one requested. */
+  setModel(model: string): void {
+    this.model = model;
+  }
+
+  /** Sets the usage reported so far (providers report it at the start, the end, or both). */
+  setUsage(usage: Usage): void {
+    this.usage = usage;
+  }
+
+  /** The `start` event. */
+  start(): StartEvent {
+    return { type: 'start', partial: this.refresh() };
+  }
+
+  /** Opens a text block at index {@link blockCount}. */
+  startText(): TextStartEvent {
+    const contentIndex = this.push({ type: 'text', text: '' });
+    return { type: 'text_start', contentIndex, partial: this.current };
+  }
+
+  /** Appends text to the block at `contentIndex`. */
+  textDelta(contentIndex: number, delta: string): TextDeltaEvent {
+    const block = this.blockAt(contentIndex, 'text');
+    this.replace(contentIndex, { type: 'text', text: block.text + delta });
+    return { type: 'text_delta', contentIndex, delta, partial: this.current };
+  }
+
+  /** Closes the text block at `contentIndex`. */
+  endText(contentIndex: number): TextEndEvent {
+    const block = this.blockAt(contentIndex, 'text');
+    return { type: 'text_end', contentIndex, content: block.text, partial: this.current };
+  }
+
+  /**
+   * Opens a thinking block. A redacted block (opaque, encrypted reasoning) arrives whole: pass its data as `thinking`
+   * and close it at once.
+   */
+  startThinking(options?: { redacted?: boolean; thinking?: string; signature?: string }): ThinkingStartEvent {
+    const block: ThinkingContent = {
+      type: 'thinking',
+      thinking: options?.thinking ?? '',
+      ...(options?.signature !== undefined ? { signature: options.signature } : {}),
+      ...(options?.redacted ? { redacted: true } : {}),
+    };
+    const contentIndex = this.push(block);
+    return { type: 'thinking_start', contentIndex, partial: this.current };
+  }
+
+  /** Appends thinking text to the block at `contentIndex`. */
+  thinkingDelta(contentIndex: number, delta: string): ThinkingDeltaEvent {
+    const block = this.blockAt(contentIndex, 'thinking');
+    this.replace(contentIndex, { ...block, thinking: block.thinking + delta });
+    return { type: 'thinking_delta', contentIndex, delta, partial: this.current };
+  }
+
+  /** Appends to the signature of the thinking block at `contentIndex` (no event: it shows at `thinking_end`). */
+  appendSignature(contentIndex: number, signature: string): void {
+    const block = this.blockAt(contentIndex, 'thinking');
+    this.replace(contentIndex, { ...block, signature: (block.signature ?? '') + signature });
+  }
+
+  /** Closes the thinking block at `contentIndex`. */
+  endThinking(contentIndex: number): ThinkingEndEvent {
+    const block = this.blockAt(contentIndex, 'thinking');
+    return { type: 'thinking_end', contentIndex, content: block.thinking, partial: this.current };
+  }
+
+  /** Opens a tool call; its arguments arrive as JSON fragments through {@link toolCallDelta}. */
+  startToolCall(id: string, name: string): ToolCallStartEvent {
+    const contentIndex = this.push({ type: 'toolCall', id, name, arguments: {} });
+    this.rawArguments.set(contentIndex, '');
+    return { type: 'toolcall_start', contentIndex, partial: this.current };
+  }
+
+  /** Appends a fragment of argument JSON; the snapshot's `arguments` is a tolerant parse of the text so far. */
+  toolCallDelta(contentIndex: number, delta: string): ToolCallDeltaEvent {
+    const block = this.blockAt(contentIndex, 'toolCall');
+    const raw = (this.rawArguments.get(contentIndex) ?? '') + delta;
+    this.rawArguments.set(contentIndex, raw);
+    const preview = parsePartialJson(raw);
+    const args = isRecord(preview) ? preview : block.arguments;
+    this.replace(contentIndex, { type: 'toolCall', id: block.id, name: block.name, arguments: args });
+    return { type: 'toolcall_delta', contentIndex, delta, partial: this.current };
+  }
+
+  /** Closes a tool call, parsing its arguments strictly (see {@link ToolCall.invalidArguments}). */
+  endToolCall(contentIndex: number): ToolCallEndEvent {
+    const toolCall = this.finishToolCall(contentIndex);
+    return { type: 'toolcall_end', contentIndex, toolCall, partial: this.current };
+  }
+
+  /** The terminal `done` event with the final message. */
+  done(stopReason: Exclude<StopReason, 'error' | 'aborted'>): DoneEvent {
+    this.finishOpenToolCalls();
+    return { type: 'done', message: this.snapshot(stopReason) };
+  }
+
+  /**
+   * The terminal `error` event: the content so far is kept, `stopReason` is `aborted` when `kind` is `aborted` and
+   * `error` otherwise.
+   */
+  error(kind: ProviderErrorKind, errorMessage: string, retryAfterMs?: number): ErrorEvent {
+    this.finishOpenToolCalls();
+    const stopReason: StopReason = kind === 'aborted' ? 'aborted' : 'error';
+    const message: AssistantMessage = { ...this.snapshot(stopReason), errorMessage, errorKind: kind };
+    return retryAfterMs === undefined
+      ? { type: 'error', message, errorKind: kind }
+      : { type: 'error', message, errorKind: kind, retryAfterMs };
+  }
+
+  private finishToolCall(contentIndex: number): ToolCall {
+    const block = this.blockAt(contentIndex, 'toolCall');
+    const raw = this.rawArguments.get(contentIndex);
+    if (raw === undefined) return block; // already finished, or arrived whole
+    this.rawArguments.delete(contentIndex);
+    const parsed = parseToolArguments(raw);
+    const toolCall: ToolCall = parsed.ok
+      ? { type: 'toolCall', id: block.id, name: block.name, arguments: parsed.value }
+      : { type: 'toolCall', id: block.id, name: block.name, arguments: {}, invalidArguments: raw };
+    this.replace(contentIndex, toolCall);
+    return toolCall;
+  }
+
+  /** A call left open by a terminal event is parsed strictly too: a cut-off call must not look valid. */
+  private finishOpenToolCalls(): void {
+    for (const index of [...this.rawArguments.keys()]) this.finishToolCall(index);
+  }
+
+  private blockAt<T extends AssistantContent['type']>(
+    contentIndex: number,
+    type: T,
+  ): Extract<AssistantContent, { type: T }> {
+    const block = this.blocks[contentIndex];
+    if (block === undefined || block.type !== type) {
+      throw new Error(`MessageAssembler: no ${type} block at index ${contentIndex}`);
+    }
+    return block as Extract<AssistantContent, { type: T }>;
+  }
+
+  private push(block: AssistantContent): number {
+    const blocks = this.blocks.slice();
+    blocks.push(block);
+    this.blocks = blocks;
+    this.refresh();
+    return blocks.length - 1;
+  }
+
+  private replace(contentIndex: number, block: AssistantContent): void {
+    // Copy-on-write: snapshots already handed out keep the old array and the old block.
+    const blocks = this.blocks.slice();
+    blocks[contentIndex] = block;
+    this.blocks = blocks;
+    this.refresh();
+  }
+
+  private refresh(): AssistantMessage {
+    this.current = this.snapshot('stop');
+    return this.current;
+  }
+
+  private snapshot(stopReason: StopReason): AssistantMessage {
+    // One fixed-shape literal; optional fields are added only when present, so serialisation stays byte-stable.
+    const message: AssistantMessage = {
+      role: 'assistant',
+      content: this.blocks,
+      stopReason,
+      usage: this.usage,
+      provider: this.provider,
+      model: this.model,
+      timestamp: this.timestamp,
+    };
+    if (this.responseId === undefined && this.metadata === undefined) return message;
+    return {
+      ...message,
+      ...(this.responseId !== undefined ? { responseId: this.responseId } : {}),
+      ...(this.metadata !== undefined ? { metadata: this.metadata } : {}),
+    };
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

@@ -1,0 +1,17 @@
+/**
+ * `cubepi/testing`: a scripted provider and helpers for testing agents, tools and middleware.
+ * @module
+ */
+export {
+  FauxProvider,
+  type FauxCallContext,
+  type FauxProviderOptions,
+  type FauxResponse,
+} from '../providers/faux-provider.js';
+export {
+  fauxMessage,
+  fauxText,
+  fauxThinking,
+  fauxToolCall,
+  type FauxMessageOptions,
+} from '../providers/faux-messages.js';

@@ -1,0 +1,142 @@
+/**
+ * Defining tools with zod schemas.
+ * @module
+ */
+import { z } from 'zod';
+import { ConfigurationError } from '../types/errors.js';
+import type { JsonSchema } from '../types/provider.js';
+import type { AgentTool, ToolExecuteContext, ToolExecuteResult, ToolExecutionMode } from '../types/tool.js';
+
+/** The definition {@link defineTool} takes. */
+export interface ToolSpec<TSchema extends z.ZodType, TDetails> {
+  /** What the model calls it: letters, digits, `_` and `-`, at most 64 characters (what every API accepts). */
+  readonly name: string;
+  /** What it does, for the model. */
+  readonly description: string;
+  /** The arguments, as a zod schema (usually `z.object`). */
+  readonly parameters: TSchema;
+  readonly executionMode?: ToolExecutionMode;
+  readonly timeoutMs?: number;
+  execute(
+    toolCallId: string,
+    params: z.output<TSchema>,
+    context: ToolExecuteContext<TDetails>,
+  ): ToolExecuteResult<TDetails>;
+}
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * Defines a tool. The zod schema becomes the JSON Schema sent to the model (zod 4's converter, in input mode, so a
+ * field with a default stays optional for the model); arguments are validated against it before `beforeToolCall`, and
+ * a failed validation becomes an error result listing every issue by field path, so the model can fix its call.
+ *
+ * Throws {@link ConfigurationError} for an invalid name, a missing description or `execute`, a schema that is not an
+ * object schema, or a negative timeout.
+ *
+ * @example
+ * const search = defineTool({
+ *   name: 'search',
+ *   description: 'Search the corpus',
+ *   parameters: z.object({ query: z.string(), limit: z.number().int().default(10) }),
+ *   execute: async (_id, { query, limit }, { signal }) => ({
+ *     content: [{ type: 'text', text: await searchCorpus(query, limit, signal) }],
+ *   }),
+ * });
+ */
+export function defineTool<TSchema extends z.ZodType, TDetails = unknown>(
+  spec: ToolSpec<TSchema, TDetails>,
+): AgentTool<TSchema, TDetails> {
+  if (typeof spec !== 'object' || spec === null)
+    throw new ConfigurationError('defineTool: expected a tool definition object');
+  if (typeof spec.name !== 'string' || !TOOL_NAME.test(spec.name)) {
+    throw new ConfigurationError(
+      `defineTool: invalid tool name ${JSON.stringify(spec.name)} (use 1–64 letters, digits, "_" or "-")`,
+    );
+  }
+  if (typeof spec.description !== 'string') {
+    throw new ConfigurationError(`defineTool: tool "${spec.name}" needs a description string`);
+  }
+  if (typeof spec.execute !== 'function') {
+    throw new ConfigurationError(`defineTool: tool "${spec.name}" needs an execute function`);
+  }
+  if (!(spec.parameters instanceof z.ZodType)) {
+    throw new ConfigurationError(`defineTool: the parameters of tool "${spec.name}" must be a zod schema`);
+  }
+  if (spec.timeoutMs !== undefined && !(spec.timeoutMs > 0)) {
+    throw new ConfigurationError(`defineTool: the timeoutMs of tool "${spec.name}" must be a positive number`);
+  }
+  if (spec.executionMode !== undefined && spec.executionMode !== 'parallel' && spec.executionMode !== 'sequential') {
+    throw new ConfigurationError(`defineTool: executionMode of tool "${spec.name}" must be "parallel" or "sequential"`);
+  }
+  return {
+    name: spec.name,
+    description: spec.description,
+    parameters: spec.parameters,
+    inputSchema: toInputSchema(spec.name, spec.parameters),
+    ...(spec.executionMode !== undefined ? { executionMode: spec.executionMode } : {}),
+    ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+    execute: spec.execute,
+  };
+}
+
+function toInputSchema(name: string, schema: z.ZodType): JsonSchema {
+  let json: Record<string, unknown>;
+  try {
+    json = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigurationError(
+      `defineTool: the parameters of tool "${name}" cannot be expressed as JSON Schema: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  if (json.type !== 'object') {
+    throw new ConfigurationError(
+      `defineTool: the parameters of tool "${name}" must be an object schema (z.object(...)), got ${JSON.stringify(json.type ?? 'a non-object schema')}`,
+    );
+  }
+  // The dialect marker means nothing to model APIs, and some reject unknown top-level keys.
+  delete json.$schema;
+  return json;
+}
+
+/** The outcome of validating a call's arguments. */
+export type ValidationOutcome =
+  { readonly ok: true; readonly args: Record<string, unknown> } | { readonly ok: false; readonly message: string };
+
+/**
+ * Validates arguments against a tool's schema. Synchronous unless the schema has async refinements (then a Promise).
+ * The failure message lists every issue by field path, for the model to act on.
+ */
+export function validateToolArguments(
+  tool: AgentTool<z.ZodType, unknown>,
+  args: unknown,
+): ValidationOutcome | Promise<ValidationOutcome> {
+  let result: z.ZodSafeParseResult<unknown>;
+  try {
+    result = tool.parameters.safeParse(args);
+  } catch (error) {
+    // zod throws when it meets an async refinement in a synchronous parse.
+    if (error instanceof z.core.$ZodAsyncError) {
+      return tool.parameters.safeParseAsync(args).then((async) => outcomeOf(tool.name, async));
+    }
+    throw error;
+  }
+  return outcomeOf(tool.name, result);
+}
+
+function outcomeOf(toolName: string, result: z.ZodSafeParseResult<unknown>): ValidationOutcome {
+  if (result.success) return { ok: true, args: result.data as Record<string, unknown> };
+  const lines = result.error.issues.map((issue) => `- ${formatPath(issue.path)}: ${issue.message}`);
+  return { ok: false, message: `Invalid arguments for tool "${toolName}":\n${lines.join('\n')}` };
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  if (path.length === 0) return '(arguments)';
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += (out === '' ? '' : '.') + String(key);
+  }
+  return out;
+}

@@ -1,0 +1,51 @@
+/**
+ * Content blocks: the parts a message is made of. Plain JSON values, treated as immutable.
+ * @module
+ */
+
+/** A run of text, from the user, the model or a tool. */
+export interface TextContent {
+  readonly type: 'text';
+  readonly text: string;
+}
+
+/**
+ * Model reasoning. `signature` is the provider's proof of authenticity (Anthropic), replayed verbatim on the next
+ * request; `redacted: true` marks an opaque block whose `thinking` holds encrypted data that only the same provider
+ * can read back.
+ */
+export interface ThinkingContent {
+  readonly type: 'thinking';
+  readonly thinking: string;
+  readonly signature?: string;
+  readonly redacted?: boolean;
+}
+
+/** An image, base64-encoded (`data`) with its MIME type (`image/png`, `image/jpeg`, …). */
+export interface ImageContent {
+  readonly type: 'image';
+  readonly data: string;
+  readonly mimeType: string;
+}
+
+/**
+ * A tool call made by the model. `arguments` is the parsed JSON object.
+ *
+ * When the model's argument text never became a valid JSON object, `arguments` is `{}` and `invalidArguments` holds
+ * the raw text: the loop does not execute such a call and answers it with an error result that quotes the text, so
+ * the model can correct itself.
+ */
+export interface ToolCall {
+  readonly type: 'toolCall';
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: Readonly<Record<string, unknown>>;
+  readonly invalidArguments?: string;
+}
+
+/** What a user message may hold. */
+export type UserContent = TextContent | ImageContent;
+/** What an assistant message may hold. */
+export type AssistantContent = TextContent | ThinkingContent | ToolCall;
+/** What a tool result may hold. */
+export type ToolResultContent = TextContent | ImageContent;

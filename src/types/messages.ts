@@ -1,0 +1,127 @@
+/**
+ * Messages: the transcript of a conversation. Plain JSON values, treated as immutable; serialising the same message
+ * always gives the same bytes ({@link serializeMessage}).
+ * @module
+ */
+import type { AssistantContent, TextContent, ToolCall, ToolResultContent, UserContent } from './content.js';
+import type { Usage } from './usage.js';
+
+/** Free-form data a host attaches to a message; stored and restored with it, never sent to a model. */
+export type MessageMetadata = Readonly<Record<string, unknown>>;
+
+/** A message from the user. `timestamp` is milliseconds since the epoch. */
+export interface UserMessage {
+  readonly role: 'user';
+  readonly content: string | readonly UserContent[];
+  readonly timestamp: number;
+  readonly metadata?: MessageMetadata;
+}
+
+/**
+ * Why an assistant message ended: `stop` (a natural end), `length` (the output token limit), `toolUse` (it asks for
+ * tools), `error` (the call failed: `errorMessage` and `errorKind` say why) or `aborted` (the run was cancelled).
+ */
+export type StopReason = 'stop' | 'length' | 'toolUse' | 'error' | 'aborted';
+
+/**
+ * The classification of a failed model call, so a host can react without parsing messages: `rate_limited` (429),
+ * `context_overflow` (the prompt is too long), `auth` (401/403), `unavailable` (5xx, overloaded, connection lost),
+ * `bad_request` (4xx the caller must fix), `aborted` (cancelled), `unknown`.
+ */
+export type ProviderErrorKind =
+  'rate_limited' | 'context_overflow' | 'auth' | 'unavailable' | 'bad_request' | 'aborted' | 'unknown';
+
+/**
+ * A model's answer. A message with `stopReason` `error` or `aborted` records a failed or cancelled call: it is kept
+ * in the transcript for the record, is never replayed to a model, and its tool calls are never executed.
+ */
+export interface AssistantMessage {
+  readonly role: 'assistant';
+  readonly content: readonly AssistantContent[];
+  readonly stopReason: StopReason;
+  readonly errorMessage?: string;
+  readonly errorKind?: ProviderErrorKind;
+  readonly usage: Usage;
+  /** The id of the provider that answered. */
+  readonly provider: string;
+  /** The id of the model that answered. */
+  readonly model: string;
+  /** The provider's id for this response, when it gave one. */
+  readonly responseId?: string;
+  readonly timestamp: number;
+  readonly metadata?: MessageMetadata;
+}
+
+/** The answer to one tool call. `details` is data for the host (UI, logs); only `content` is sent to the model. */
+export interface ToolResultMessage<TDetails = unknown> {
+  readonly role: 'toolResult';
+  readonly toolCallId: string;
+  readonly toolName: string;
+  readonly content: readonly ToolResultContent[];
+  readonly details?: TDetails;
+  readonly isError: boolean;
+  readonly timestamp: number;
+  readonly metadata?: MessageMetadata;
+}
+
+/** Any message of a transcript. */
+export type Message = UserMessage | AssistantMessage | ToolResultMessage;
+
+/** Builds a user message stamped now. */
+export function userMessage(content: string | readonly UserContent[], metadata?: MessageMetadata): UserMessage {
+  return metadata === undefined
+    ? { role: 'user', content, timestamp: Date.now() }
+    : { role: 'user', content, timestamp: Date.now(), metadata };
+}
+
+/** The tool calls of an assistant message, in the model's order. */
+export function toolCallsOf(message: AssistantMessage): ToolCall[] {
+  const calls: ToolCall[] = [];
+  for (const block of message.content) if (block.type === 'toolCall') calls.push(block);
+  return calls;
+}
+
+/** The text of a message's text blocks, joined (a user message's string content as it is). */
+export function textOf(message: Message): string {
+  if (typeof message.content === 'string') return message.content;
+  let text = '';
+  for (const block of message.content) if (block.type === 'text') text += (block as TextContent).text;
+  return text;
+}
+
+/**
+ * Serialises a message (or any JSON value) to canonical JSON: object keys sorted, no whitespace, `undefined` fields
+ * left out. The same message gives the same bytes wherever it came from (a JSONB column reorders keys), which keeps
+ * provider prompt caches warm after a resume.
+ */
+export function serializeMessage(message: Message): string {
+  return canonicalJson(message);
+}
+
+/** Canonical JSON of any JSON value: keys sorted at every level, no whitespace, `undefined` fields dropped. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    const text = JSON.stringify(value);
+    // JSON.stringify(undefined) is undefined; in an array it must become null, like JSON.stringify does.
+    return text === undefined ? 'null' : text;
+  }
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i ? ',' : '') + canonicalJson(value[i]);
+    return out + ']';
+  }
+  const record = value as Record<string, unknown>;
+  if (typeof (record as { toJSON?: unknown }).toJSON === 'function') {
+    return canonicalJson((record as { toJSON(): unknown }).toJSON());
+  }
+  const keys = Object.keys(record).sort();
+  let out = '{';
+  let first = true;
+  for (const key of keys) {
+    const field = record[key];
+    if (field === undefined || typeof field === 'function' || typeof field === 'symbol') continue;
+    out += (first ? '' : ',') + JSON.stringify(key) + ':' + canonicalJson(field);
+    first = false;
+  }
+  return out + '}';
+}

@@ -1,0 +1,61 @@
+/**
+ * The provider contract: one method that returns a cold Observable of stream events.
+ * @module
+ */
+import type { Observable } from 'rxjs';
+import type { Message } from './messages.js';
+import type { Model } from './model.js';
+import type { StreamEvent } from './stream-events.js';
+
+/** A JSON Schema object (the shape the model is told to fill in). */
+export type JsonSchema = Readonly<Record<string, unknown>>;
+
+/** What a model is told about a tool: its name, what it does, and the JSON Schema of its arguments. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+}
+
+/** Whether and which tool the model must call: `auto` (its choice), `none`, `required` (some tool), or one tool. */
+export type ToolChoice = 'auto' | 'none' | 'required' | { readonly type: 'tool'; readonly name: string };
+
+/** Per-request options every provider understands; providers document the extras they read. */
+export interface StreamOptions {
+  /**
+   * Aborting this signal while subscribed ends the stream with an `error` event whose `stopReason` is `aborted`.
+   * (Unsubscribing also aborts the request, but then nothing more is emitted.)
+   */
+  readonly signal?: AbortSignal;
+  readonly temperature?: number;
+  readonly maxTokens?: number;
+  /** A thinking budget in tokens for models that think; 0 or absent leaves thinking off. */
+  readonly thinkingBudget?: number;
+  /** Extra fields for the provider; each provider documents the ones it reads. */
+  readonly [key: string]: unknown;
+}
+
+/** The request part of {@link Provider.stream} besides the model and the messages. */
+export interface StreamRequest {
+  readonly systemPrompt?: string;
+  readonly tools?: readonly ToolDefinition[];
+  readonly toolChoice?: ToolChoice;
+  readonly options?: StreamOptions;
+}
+
+/**
+ * A model API. `stream()` is **cold**: nothing is sent before subscription; subscribing sends the request;
+ * unsubscribing aborts it (the HTTP connection closes). The stream emits `start`, block events, then exactly one
+ * terminal `done` or `error`, then completes. Failures of the call (HTTP errors, rate limits, malformed or truncated
+ * streams) are the terminal `error` event, never an Observable error: the error channel is for bugs.
+ *
+ * @example
+ * const provider: Provider = {
+ *   id: 'echo',
+ *   stream: (model, messages) => new Observable((subscriber) => { ... }),
+ * };
+ */
+export interface Provider {
+  readonly id: string;
+  stream(model: Model, messages: readonly Message[], request?: StreamRequest): Observable<StreamEvent>;
+}

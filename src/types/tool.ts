@@ -1,0 +1,72 @@
+/**
+ * Tools the model can call.
+ * @module
+ */
+import type { Observable } from 'rxjs';
+import type { z } from 'zod';
+import type { ToolCall, ToolResultContent } from './content.js';
+import type { ToolDefinition } from './provider.js';
+
+/**
+ * What a tool returns. `content` goes to the model; `details` stays with the host (UI, logs). `isError: true` tells
+ * the model the call failed. `terminate: true` asks the loop to stop calling the model after this batch; it takes
+ * effect only when every result of the batch asks for it.
+ */
+export interface AgentToolResult<TDetails = unknown> {
+  readonly content: readonly ToolResultContent[];
+  readonly details?: TDetails;
+  readonly isError?: boolean;
+  readonly terminate?: boolean;
+}
+
+/** The third argument of {@link AgentTool.execute}. */
+export interface ToolExecuteContext<TDetails = unknown> {
+  /** Aborts when the run is cancelled (or the tool's timeout passes). A long tool should stop when it fires. */
+  readonly signal: AbortSignal;
+  /** Reports progress: each call becomes a `tool_execution_update` event. Calls after the tool settled are ignored. */
+  readonly onUpdate: (partialResult: AgentToolResult<TDetails>) => void;
+  /** The call being executed, as the model made it. */
+  readonly toolCall: ToolCall;
+}
+
+/**
+ * What `execute` may return: a result, or a plain string (shorthand for one text block), directly, as a Promise, or
+ * as an Observable whose emissions before the last are progress updates and whose last emission is the result.
+ */
+export type ToolExecuteResult<TDetails = unknown> =
+  | AgentToolResult<TDetails>
+  | string
+  | PromiseLike<AgentToolResult<TDetails> | string>
+  | Observable<AgentToolResult<TDetails> | string>;
+
+/** How a tool runs within a batch; one `sequential` tool makes its whole batch sequential. */
+export type ToolExecutionMode = 'parallel' | 'sequential';
+
+/**
+ * A tool: a {@link ToolDefinition} for the model plus the zod schema that validates arguments and the function that
+ * executes a call. Build one with {@link defineTool}.
+ */
+export interface AgentTool<TSchema extends z.ZodType = z.ZodType, TDetails = unknown> extends ToolDefinition {
+  /** The zod schema of the arguments; `inputSchema` is derived from it. */
+  readonly parameters: TSchema;
+  /** Defaults to the batch's mode (parallel unless the agent says otherwise). */
+  readonly executionMode?: ToolExecutionMode;
+  /** A call still running after this many milliseconds is aborted and answered with a timeout error. */
+  readonly timeoutMs?: number;
+  /**
+   * Runs one call with validated arguments (zod defaults applied). A thrown error or a rejected Promise becomes an
+   * error tool result carrying its message; it never ends the run.
+   */
+  execute(
+    toolCallId: string,
+    params: z.output<TSchema>,
+    context: ToolExecuteContext<TDetails>,
+  ): ToolExecuteResult<TDetails>;
+}
+
+/**
+ * Any tool, whatever its schema and details: the element type of tool lists.
+ * (`execute` is declared as a method, so a tool with a narrower schema is assignable to it.)
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyAgentTool = AgentTool<z.ZodType, any>;

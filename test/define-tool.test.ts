@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigurationError, defineTool, validateToolArguments } from 'cubepi';
+
+const search = defineTool({
+  name: 'search',
+  description: 'Search the corpus',
+  parameters: z.object({
+    query: z.string().describe('What to look for'),
+    limit: z.number().int().default(10),
+    filters: z.object({ tags: z.array(z.string()) }).optional(),
+  }),
+  execute: () => 'ok',
+});
+
+describe('defineTool', () => {
+  it("derives the model's JSON Schema from zod in input mode: defaulted fields stay optional", () => {
+    expect(search.inputSchema).toMatchObject({
+      type: 'object',
+      properties: {
+        query: { type: 'string', description: 'What to look for' },
+        limit: { type: 'integer', default: 10 },
+        filters: { type: 'object', properties: { tags: { type: 'array', items: { type: 'string' } } } },
+      },
+      required: ['query'],
+    });
+    expect(search.inputSchema).not.toHaveProperty('$schema');
+  });
+
+  it('validates arguments and applies defaults', () => {
+    expect(validateToolArguments(search, { query: 'cats' })).toEqual({ ok: true, args: { query: 'cats', limit: 10 } });
+  });
+
+  it('lists every issue by field path, for the model to fix its call', () => {
+    const outcome = validateToolArguments(search, { query: 3, limit: 1.5, filters: { tags: ['a', 7] } });
+    expect(outcome).toEqual({
+      ok: false,
+      message: [
+        'Invalid arguments for tool "search":',
+        '- query: Invalid input: expected string, received number',
+        '- limit: Invalid input: expected int, received number',
+        '- filters.tags[1]: Invalid input: expected string, received number',
+      ].join('\n'),
+    });
+  });
+
+  it('validates with async refinements through a Promise', async () => {
+    const tool = defineTool({
+      name: 'slow',
+      description: 'd',
+      parameters: z.object({ name: z.string().refine(async (v) => v.length > 2, 'too short') }),
+      execute: () => 'ok',
+    });
+    const outcome = validateToolArguments(tool, { name: 'ab' });
+    expect(outcome).toBeInstanceOf(Promise);
+    expect(await outcome).toEqual({ ok: false, message: 'Invalid arguments for tool "slow":\n- name: too short' });
+  });
+
+  it.each([
+    [{ name: 'has space' }, /invalid tool name "has space"/],
+    [{ name: '' }, /invalid tool name ""/],
+    [{ description: undefined }, /needs a description/],
+    [{ execute: undefined }, /needs an execute function/],
+    [{ parameters: { type: 'object' } }, /must be a zod schema/],
+    [{ parameters: z.string() }, /must be an object schema/],
+    [{ timeoutMs: 0 }, /timeoutMs .* must be a positive number/],
+    [{ executionMode: 'later' }, /executionMode .* must be "parallel" or "sequential"/],
+  ])('rejects a bad definition at once (%j)', (override, message) => {
+    const spec = { name: 'ok', description: 'd', parameters: z.object({}), execute: () => 'ok', ...override };
+    expect(() => defineTool(spec as never)).toThrow(ConfigurationError);
+    expect(() => defineTool(spec as never)).toThrow(message);
+  });
+});

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { computeUsage, MessageAssembler, type StreamEvent } from 'cubepi';
+
+describe('MessageAssembler', () => {
+  it('builds a message block by block and emits one event per step', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm', timestamp: 1 });
+    const events: StreamEvent[] = [asm.start()];
+    events.push(asm.startThinking());
+    events.push(asm.thinkingDelta(0, 'hmm'));
+    asm.appendSignature(0, 'sig');
+    events.push(asm.endThinking(0));
+    events.push(asm.startText());
+    events.push(asm.textDelta(1, 'Hel'), asm.textDelta(1, 'lo'));
+    events.push(asm.endText(1));
+    events.push(asm.startToolCall('c1', 'echo'));
+    events.push(asm.toolCallDelta(2, '{"i":'), asm.toolCallDelta(2, '4}'));
+    events.push(asm.endToolCall(2));
+    asm.setUsage(computeUsage({ input: 3, output: 5 }));
+    events.push(asm.done('toolUse'));
+
+    expect(events.map((e) => e.type)).toEqual([
+      'start',
+      'thinking_start',
+      'thinking_delta',
+      'thinking_end',
+      'text_start',
+      'text_delta',
+      'text_delta',
+      'text_end',
+      'toolcall_start',
+      'toolcall_delta',
+      'toolcall_delta',
+      'toolcall_end',
+      'done',
+    ]);
+    const done = events.at(-1)!;
+    expect(done.type === 'done' && done.message).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: 'hmm', signature: 'sig' },
+        { type: 'text', text: 'Hello' },
+        { type: 'toolCall', id: 'c1', name: 'echo', arguments: { i: 4 } },
+      ],
+      stopReason: 'toolUse',
+      usage: computeUsage({ input: 3, output: 5 }),
+      provider: 'p',
+      model: 'm',
+      timestamp: 1,
+    });
+  });
+
+  it('hands out immutable snapshots: a later delta never changes an earlier partial', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startText();
+    const first = asm.textDelta(0, 'a').partial;
+    const second = asm.textDelta(0, 'b').partial;
+    expect(first.content).toEqual([{ type: 'text', text: 'a' }]);
+    expect(second.content).toEqual([{ type: 'text', text: 'ab' }]);
+    expect(first).not.toBe(second);
+  });
+
+  it('copies only the changed block: unchanged blocks are shared between snapshots (O(blocks), not O(text))', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startText();
+    asm.textDelta(0, 'x'.repeat(10_000));
+    asm.endText(0);
+    asm.startText();
+    const before = asm.textDelta(1, 'a').partial;
+    const after = asm.textDelta(1, 'b').partial;
+    expect(after.content[0]).toBe(before.content[0]);
+    expect(after.content[1]).not.toBe(before.content[1]);
+  });
+
+  it('previews tool arguments tolerantly, then parses them strictly at the end', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startToolCall('c', 'search');
+    const preview = asm.toolCallDelta(0, '{"query":"cats","li').partial.content[0];
+    expect(preview).toEqual({ type: 'toolCall', id: 'c', name: 'search', arguments: { query: 'cats' } });
+    asm.toolCallDelta(0, 'mit":3}');
+    const end = asm.endToolCall(0);
+    expect(end.toolCall).toEqual({ type: 'toolCall', id: 'c', name: 'search', arguments: { query: 'cats', limit: 3 } });
+  });
+
+  it('marks a call whose argument text is not valid JSON, keeping the raw text', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startToolCall('c', 'search');
+    asm.toolCallDelta(0, '{"query": "cats"');
+    expect(asm.endToolCall(0).toolCall).toEqual({
+      type: 'toolCall',
+      id: 'c',
+      name: 'search',
+      arguments: {},
+      invalidArguments: '{"query": "cats"',
+    });
+  });
+
+  it('treats an empty argument text as no arguments (Anthropic streams "" for a call without input)', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startToolCall('c', 'now');
+    asm.toolCallDelta(0, '');
+    expect(asm.endToolCall(0).toolCall.arguments).toEqual({});
+  });
+
+  it('an error keeps the content so far and parses calls left open strictly', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startText();
+    asm.textDelta(0, 'partial');
+    asm.startToolCall('c', 'echo');
+    asm.toolCallDelta(1, '{"i":1');
+    const error = asm.error('unavailable', 'connection reset', 2000);
+    expect(error).toMatchObject({ type: 'error', errorKind: 'unavailable', retryAfterMs: 2000 });
+    expect(error.message).toMatchObject({
+      stopReason: 'error',
+      errorMessage: 'connection reset',
+      errorKind: 'unavailable',
+      content: [
+        { type: 'text', text: 'partial' },
+        { type: 'toolCall', id: 'c', invalidArguments: '{"i":1' },
+      ],
+    });
+  });
+
+  it('an aborted error has stopReason aborted', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    expect(asm.error('aborted', 'Request aborted').message.stopReason).toBe('aborted');
+  });
+
+  it('refuses a delta for a block that is not there', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.startText();
+    expect(() => asm.thinkingDelta(0, 'x')).toThrow(/no thinking block at index 0/);
+  });
+});

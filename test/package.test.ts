@@ -1,0 +1,97 @@
+// The package as users get it: the built entry points, their types, and the `cubepi` command.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+beforeAll(async () => {
+  // `npm test` builds first; a lone `vitest run` builds here.
+  if (!existsSync(`${root}/dist/src/index.js`)) await run('npm', ['run', 'build'], { cwd: root });
+}, 120_000);
+
+describe('package entry points', () => {
+  it('resolves cubepi, cubepi/operators and cubepi/testing through the exports map, with their types', async () => {
+    const script = `
+      const core = await import('cubepi');
+      const operators = await import('cubepi/operators');
+      const testing = await import('cubepi/testing');
+      console.log(JSON.stringify({
+        core: ['Agent', 'runAgentLoop', 'defineTool', 'HookError', 'RunAbortedError', 'MessageAssembler'].filter((k) => typeof core[k] !== 'function'),
+        operators: ['ofType', 'textDeltas', 'thinkingDeltas', 'finalMessage', 'executeToolCalls'].filter((k) => typeof operators[k] !== 'function'),
+        testing: ['FauxProvider', 'fauxMessage', 'fauxText', 'fauxThinking', 'fauxToolCall'].filter((k) => typeof testing[k] !== 'function'),
+      }));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual({ core: [], operators: [], testing: [] });
+    for (const types of ['dist/src/index.d.ts', 'dist/operators/index.d.ts', 'dist/src/testing/index.d.ts']) {
+      expect(existsSync(`${root}/${types}`), types).toBe(true);
+    }
+  });
+
+  it('keeps vendor SDKs and database drivers out of the core entry points', async () => {
+    // A resolve hook records every bare specifier the three entry points pull in, however deep.
+    const dir = mkdtempSync(join(tmpdir(), 'cubepi-imports-'));
+    writeFileSync(
+      join(dir, 'hooks.mjs'),
+      `export async function resolve(specifier, context, next) {
+         if (!/^[./]|^node:|^file:/.test(specifier)) process.stderr.write('IMPORT ' + specifier + '\\n');
+         return next(specifier, context);
+       }`,
+    );
+    writeFileSync(
+      join(dir, 'register.mjs'),
+      `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});`,
+    );
+    const script = `await import('cubepi'); await import('cubepi/operators'); await import('cubepi/testing');`;
+    const { stderr } = await run(
+      process.execPath,
+      ['--import', pathToFileURL(join(dir, 'register.mjs')).href, '--input-type=module', '-e', script],
+      { cwd: root },
+    );
+    const imported = new Set(
+      stderr
+        .split('\n')
+        .filter((l) => l.startsWith('IMPORT '))
+        .map((l) => l.slice(7)),
+    );
+    expect(imported.has('rxjs')).toBe(true); // the hook does see the entry points' imports
+    expect([...imported].filter((s) => /^(openai|@anthropic-ai\/sdk|pg|better-sqlite3)(\/|$)/.test(s))).toEqual([]);
+  });
+});
+
+describe('the cubepi command', () => {
+  it('runs the offline example agent end to end, streaming text and tool calls', async () => {
+    const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--delay', '0'], { cwd: root });
+    expect(stdout).toContain('> What is the weather in Paris and Oslo?');
+    expect(stdout).toContain('→ weather({"city":"Paris"})');
+    expect(stdout).toContain('← weather: Oslo: 7 °C, clear');
+    expect(stdout).toContain('Pack an umbrella for Paris.');
+    expect(stdout).toMatch(/\[5 messages, 2 model calls, ~\d+ tokens\]/);
+  });
+
+  it('prints every event as a JSON line with --events', async () => {
+    const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--events', '--delay', '0', 'hello'], {
+      cwd: root,
+    });
+    const types = stdout
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => (JSON.parse(line) as { type: string }).type);
+    expect(types[0]).toBe('agent_start');
+    expect(types.at(-1)).toBe('agent_end');
+    expect(types).toContain('tool_execution_end');
+  });
+
+  it('rejects a bad option with a clear message and exit code 2', async () => {
+    const error = (await run(process.execPath, ['dist/src/cli/main.js', '--delay', 'soon'], { cwd: root }).catch(
+      (e: unknown) => e,
+    )) as { code: number; stderr: string };
+    expect(error.code).toBe(2);
+    expect(error.stderr).toContain('--delay must be a number of milliseconds');
+  });
+});

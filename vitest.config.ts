@@ -1,0 +1,20 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+// Tests import the public entry points by their package names; these aliases point them at the sources.
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^cubepi\/operators$/, replacement: here('./operators/index.ts') },
+      { find: /^cubepi\/testing$/, replacement: here('./src/testing/index.ts') },
+      { find: /^cubepi$/, replacement: here('./src/index.ts') },
+    ],
+  },
+  test: {
+    include: ['marbles/**/*.test.ts', 'test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 60_000,
+  },
+});
