@@ -43,7 +43,7 @@ describe('executeToolCalls', () => {
 
   it("takes each call's last value (progress before it is not an outcome); a call with no value emits nothing", () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const calls: Record<string, Observable<string>> = { a: cold('-p-q-A|'), b: cold('--|') };
+      const calls: Record<string, Observable<string>> = { a: cold('-p-q-A|'), b: cold<never>('--|') };
       expectObservable(cold('(ab|)').pipe(executeToolCalls((name: string) => calls[name]!))).toBe('------(a|)', {
         a: { index: 0, outcome: 'A' },
       });

@@ -2,7 +2,13 @@
  * `cubepi/operators`: the RxJS operators cubepi is built from, public so users can compose and marble-test them.
  * @module
  */
+export { chainHooks } from './chain-hooks.js';
 export { executeToolCalls, type IndexedOutcome } from './execute-tool-calls.js';
 export { finalMessage } from './final-message.js';
+export { gateToolCall, type GateDecision } from './gate-tool-call.js';
+export { lastHookWins } from './last-hook-wins.js';
+export { mergeToolResultPatch, mergeToolResults, type ToolResultPatch } from './merge-tool-results.js';
+export { mergeTurnAction, mergeTurnActions, type MergedTurnAction, type TurnActionLike } from './merge-turn-actions.js';
 export { ofType } from './of-type.js';
+export { stopWhenAny } from './stop-when-any.js';
 export { textDeltas, thinkingDeltas } from './text-deltas.js';

@@ -18,6 +18,25 @@ export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcom
 export { MessageAssembler, type MessageAssemblerInit } from './providers/message-assembler.js';
 export { parsePartialJson, parseToolArguments, type ToolArgumentsParse } from './providers/partial-json.js';
 export {
+  composeMiddleware,
+  EXPLICIT_HOOKS_NAME,
+  type ComposedMiddleware,
+  type HookChainDescription,
+  type MiddlewareDescription,
+} from './middleware/compose-middleware.js';
+export { BudgetCap, type BudgetCapOptions } from './middleware/budget-cap.js';
+export { MaxTurns } from './middleware/max-turns.js';
+export { RedactToolResults, type Redactor } from './middleware/redact-tool-results.js';
+export { SlidingWindow, type SlidingWindowOptions } from './middleware/sliding-window.js';
+export { StopOnText } from './middleware/stop-on-text.js';
+export {
+  STRUCTURED_OUTPUT_ERROR_KEY,
+  STRUCTURED_OUTPUT_KEY,
+  StructuredOutput,
+  type StructuredOutputOptions,
+} from './middleware/structured-output.js';
+export { ToolCallLimit, type ToolCallLimitOptions } from './middleware/tool-call-limit.js';
+export {
   HOOK_NAMES,
   type AfterToolCallContext,
   type AfterToolCallResult,
@@ -26,6 +45,7 @@ export {
   type BeforeToolCallResult,
   type HookContext,
   type HookResult,
+  type Middleware,
   type TurnAction,
   type TurnDecision,
   type TurnEndContext,

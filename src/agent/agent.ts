@@ -3,8 +3,13 @@
  * @module
  */
 import { Observable, Subject, type Observer, type Subscriber, type Subscription } from 'rxjs';
-import type { AgentHooks } from '../middleware/types.js';
-import { HOOK_NAMES } from '../middleware/types.js';
+import {
+  composeMiddleware,
+  EXPLICIT_HOOKS_NAME,
+  type ComposedMiddleware,
+  type MiddlewareDescription,
+} from '../middleware/compose-middleware.js';
+import { HOOK_NAMES, type AgentHooks, type Middleware } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import {
   AgentBusyError,
@@ -28,6 +33,11 @@ export type QueueMode = 'one-at-a-time' | 'all';
 /** Options of the {@link Agent} constructor; the seven hooks may be given directly. */
 export interface AgentOptions extends AgentHooks, RunSettings {
   readonly provider: Provider;
+  /**
+   * Middlewares, composed hook by hook, each hook by its rule (docs/middleware.md). A hook given directly in these
+   * options replaces every middleware's version of it.
+   */
+  readonly middleware?: readonly Middleware[];
   /** A model, or a model id served by `provider`. */
   readonly model: Model | string;
   /** The transcript to start from. */
@@ -108,7 +118,7 @@ export class Agent {
   readonly state$: Observable<AgentState>;
 
   private readonly provider: Provider;
-  private readonly hooks: AgentHooks;
+  private readonly middleware: ComposedMiddleware;
   private readonly options: AgentOptions;
   private readonly events = new Subject<AgentEvent>();
   private readonly stateChanges = new Subject<void>();
@@ -144,7 +154,7 @@ export class Agent {
       }
     });
     this.extra = { ...(options.extra ?? {}) };
-    this.hooks = pickHooks(options);
+    this.middleware = composeMiddleware(options.middleware ?? [], pickHooks(options));
     this.reportListenerError =
       options.onListenerError ??
       ((error, event) => console.error(`cubepi: a listener threw on a ${event.type} event (the run goes on):`, error));
@@ -197,6 +207,17 @@ export class Agent {
     const id = `steer_${++this.steerCounter}`;
     this.steering.push({ id, message: checked });
     return id;
+  }
+
+  /**
+   * How each hook is composed: per hook, its rule, the middlewares that run in order, and those that implement it
+   * but do not run (earlier `convertToLlm`s; every middleware's version of a hook given directly in the options).
+   *
+   * @example
+   * agent.describeMiddleware().beforeToolCall.runs // ['RateLimiter', 'SafetyFilter', 'AuditLogger']
+   */
+  describeMiddleware(): MiddlewareDescription {
+    return this.middleware.description;
   }
 
   /** Removes a queued steering message; returns whether it was still queued. */
@@ -366,8 +387,8 @@ export class Agent {
       prompts,
       systemPrompt: this.systemPrompt,
       tools: this.tools,
-      hooks: this.hooks,
-      hookOwner: 'agent options',
+      hooks: this.middleware.hooks,
+      hookOwner: EXPLICIT_HOOKS_NAME,
       toolExecution: this.options.toolExecution,
       toolConcurrency: this.options.toolConcurrency,
       toolTimeoutMs: this.options.toolTimeoutMs,
@@ -507,10 +528,6 @@ function validateAgentOptions(options: AgentOptions): void {
     const value = options[key];
     if (value !== undefined && value !== 'one-at-a-time' && value !== 'all')
       fail(`\`${key}\` must be "one-at-a-time" or "all"`);
-  }
-  for (const name of HOOK_NAMES) {
-    const hook = options[name];
-    if (hook !== undefined && typeof hook !== 'function') fail(`the ${name} hook must be a function`);
   }
   if (options.onListenerError !== undefined && typeof options.onListenerError !== 'function') {
     fail('`onListenerError` must be a function');

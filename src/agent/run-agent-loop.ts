@@ -3,7 +3,7 @@
  * @module
  */
 import { asyncScheduler, Observable, type Subscription } from 'rxjs';
-import type { AgentHooks, TurnAction, TurnDecision } from '../middleware/types.js';
+import type { AgentHooks, TurnDecision } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { ConfigurationError, errorMessageOf, isAbortError, RunAbortedError } from '../types/errors.js';
 import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
@@ -197,12 +197,12 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   if (hooks.transformContext !== undefined) {
     const transform = hooks.transformContext;
     const input = run.transcript.slice();
-    context = yield* callHook(run, 'transformContext', input, () => transform(input, ctx), input, expectMessages);
+    context = yield* callHook(run, 'transformContext', input, () => transform(input, ctx), input);
   }
   if (hooks.convertToLlm !== undefined) {
     const convert = hooks.convertToLlm;
     const input = context.slice();
-    context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input, expectMessages);
+    context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input);
   }
   // The provider gets its own array: a factory or a test may keep it, and the transcript grows afterwards.
   if (context === run.transcript) context = run.transcript.slice();
@@ -210,14 +210,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   if (hooks.transformSystemPrompt !== undefined) {
     const transform = hooks.transformSystemPrompt;
     const input = systemPrompt;
-    systemPrompt = yield* callHook(
-      run,
-      'transformSystemPrompt',
-      input,
-      () => transform(input, ctx),
-      input,
-      expectString,
-    );
+    systemPrompt = yield* callHook(run, 'transformSystemPrompt', input, () => transform(input, ctx), input);
   }
 
   const response = yield* streamResponse(run, state, context, systemPrompt);
@@ -231,14 +224,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   let decision: TurnDecision = 'natural';
   if (hooks.afterModelResponse !== undefined) {
     const after = hooks.afterModelResponse;
-    const action = yield* callHook<TurnAction | undefined, TurnAction | undefined>(
-      run,
-      'afterModelResponse',
-      response,
-      () => after(response, ctx),
-      undefined,
-      expectTurnAction,
-    );
+    const action = yield* callHook(run, 'afterModelResponse', response, () => after(response, ctx), undefined);
     if (action !== undefined) {
       final = action.response ?? response;
       inject = action.injectMessages ?? [];
@@ -385,35 +371,6 @@ function closingTurn(run: RunState, aborted: boolean, reason: unknown): void {
   const closing = closingMessage(run, aborted, reason);
   addMessage(run, closing);
   endTurn(run, state, closing, []);
-}
-
-function expectMessages(value: unknown): readonly Message[] {
-  if (!Array.isArray(value)) throw new TypeError(`expected an array of messages, got ${describe(value)}`);
-  return value as Message[];
-}
-
-function expectString(value: unknown): string {
-  if (typeof value !== 'string') throw new TypeError(`expected a string, got ${describe(value)}`);
-  return value;
-}
-
-function expectTurnAction(value: TurnAction | undefined): TurnAction | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object') throw new TypeError(`expected a TurnAction or nothing, got ${describe(value)}`);
-  if (value.response !== undefined && value.response?.role !== 'assistant') {
-    throw new TypeError('the TurnAction response is not an assistant message');
-  }
-  if (value.decision !== undefined && !['natural', 'stop', 'loop_to_model'].includes(value.decision)) {
-    throw new TypeError(`unknown TurnAction decision ${JSON.stringify(value.decision)}`);
-  }
-  if (value.injectMessages !== undefined && !Array.isArray(value.injectMessages)) {
-    throw new TypeError('the TurnAction injectMessages is not an array');
-  }
-  return value;
-}
-
-function describe(value: unknown): string {
-  return value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
 }
 
 function validateLoopOptions(options: RunAgentLoopOptions): void {

@@ -2,12 +2,13 @@
  * The state of one run, shared by the loop's steps, and the small builders they use.
  * @module
  */
-import { createHash } from 'node:crypto';
+import { checkAnswer, type HookAnswers } from '../middleware/check-answer.js';
+import { hashInput } from '../middleware/hash-input.js';
 import type { AgentHooks, HookContext, HookResult } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import type { ToolCall } from '../types/content.js';
 import { errorMessageOf, HookError, type HookName } from '../types/errors.js';
-import { canonicalJson, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
+import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AgentToolResult, AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
@@ -99,21 +100,21 @@ export function hookContext(run: RunState, turnIndex: number): HookContext {
 }
 
 /**
- * Calls a hook and waits for its answer, then checks it with `check` (which throws for an answer of the wrong
- * shape). A throw, an error or a wrong answer becomes a {@link HookError} (named after the hook's owner, with a hash
- * of `input`), except when the run was cancelled meanwhile: then the cancellation goes on.
+ * Calls a hook and waits for its answer, checked for its shape ({@link checkAnswer}); no answer (`undefined`, or an
+ * Observable that emits nothing) gives `fallback`. A throw, an error or a wrong answer becomes a {@link HookError}
+ * (named after the hook's owner, with a hash of `input`), except when the run was cancelled meanwhile: then the
+ * cancellation goes on.
  */
-export function* callHook<T, R = T>(
+export function* callHook<H extends HookName, F extends HookAnswers[H]>(
   run: RunState,
-  hook: HookName,
+  hook: H,
   input: unknown,
-  invoke: () => HookResult<T>,
-  fallback: T,
-  check?: (answer: T) => R,
-): Op<R> {
+  invoke: () => HookResult<unknown>,
+  fallback: F,
+): Op<NonNullable<HookAnswers[H]> | F> {
   try {
-    const answer = yield* settle(invoke(), fallback);
-    return check === undefined ? (answer as unknown as R) : check(answer);
+    const answer = checkAnswer(hook, yield* settle(invoke(), undefined));
+    return answer === undefined ? fallback : (answer as NonNullable<HookAnswers[H]>);
   } catch (error) {
     if (run.signal.aborted) throw run.signal.reason;
     throw toHookError(run, hook, input, error);
@@ -124,15 +125,6 @@ export function* callHook<T, R = T>(
 export function toHookError(run: RunState, hook: HookName, input: unknown, error: unknown): HookError {
   if (error instanceof HookError) return error;
   return new HookError({ middleware: run.hookOwner, hook, inputHash: hashInput(input), cause: error });
-}
-
-/** A short hash of a hook's input: enough to correlate failures, nothing of the input itself. */
-export function hashInput(input: unknown): string | undefined {
-  try {
-    return createHash('sha256').update(canonicalJson(input)).digest('hex').slice(0, 16);
-  } catch {
-    return undefined;
-  }
 }
 
 /** An error result with one text block. */

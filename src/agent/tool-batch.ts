@@ -5,7 +5,7 @@
  */
 import { asyncScheduler, from, isObservable, Observable, of } from 'rxjs';
 import { executeToolCalls } from '../../operators/execute-tool-calls.js';
-import type { AfterToolCallResult, BeforeToolCallResult, HookContext } from '../middleware/types.js';
+import type { HookContext } from '../middleware/types.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
 import type { ToolCall } from '../types/content.js';
 import { errorMessageOf } from '../types/errors.js';
@@ -138,7 +138,7 @@ function* prepareCall(
 
   const { beforeToolCall } = run.hooks;
   if (beforeToolCall !== undefined) {
-    const decision = yield* callHook<BeforeToolCallResult | undefined>(
+    const decision = yield* callHook(
       run,
       'beforeToolCall',
       { toolCall: call, args },
@@ -213,7 +213,7 @@ function* afterToolCall(
 ): Op<CallOutcome> {
   const hook = run.hooks.afterToolCall;
   if (hook === undefined) return outcome;
-  const patch = yield* callHook<AfterToolCallResult | undefined>(
+  const patch = yield* callHook(
     run,
     'afterToolCall',
     { toolCall: call, args, result: outcome.result },

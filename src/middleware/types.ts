@@ -117,6 +117,21 @@ export interface AgentHooks {
   afterModelResponse?(response: AssistantMessage, ctx: HookContext): HookResult<TurnAction | undefined>;
 }
 
+/**
+ * A middleware: any object with some of the seven hooks and an optional `name`. Only the hooks it has are wired;
+ * several middlewares compose hook by hook, each hook by its own rule (see `composeMiddleware` and
+ * `docs/middleware.md`). Without a `name`, a class instance is named after its class.
+ *
+ * @example
+ * class AuditLogger implements Middleware {
+ *   readonly name = 'AuditLogger';
+ *   afterToolCall(ctx: AfterToolCallContext) { audit.write(ctx.toolCall.name, ctx.isError); return undefined; }
+ * }
+ */
+export interface Middleware extends AgentHooks {
+  readonly name?: string;
+}
+
 /** The name of each hook, in the order they fire within a turn. */
 export const HOOK_NAMES = [
   'transformContext',

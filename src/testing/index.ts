@@ -15,3 +15,12 @@ export {
   fauxToolCall,
   type FauxMessageOptions,
 } from '../providers/faux-messages.js';
+export {
+  createTestScheduler,
+  runOneTurn,
+  spyHook,
+  toMarbles,
+  type ExpectLike,
+  type RunOneTurnOptions,
+  type SpyHook,
+} from './marbles.js';

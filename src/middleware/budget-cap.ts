@@ -1,0 +1,55 @@
+/**
+ * Bounding what a run spends.
+ * @module
+ */
+import { ConfigurationError } from '../types/errors.js';
+import type { Middleware, TurnEndContext } from './types.js';
+
+/** Options of {@link BudgetCap}: at least one bound. */
+export interface BudgetCapOptions {
+  /** US dollars, from the models' prices (`usage.cost.total`). */
+  readonly usd?: number;
+  /** Tokens (`usage.totalTokens`). */
+  readonly tokens?: number;
+  readonly name?: string;
+}
+
+/**
+ * `shouldStopAfterTurn`: ends the run once the usage of its model calls so far reaches a bound (dollars, tokens, or
+ * both). It sums the usage the providers reported for this run's assistant messages, so it stops *after* the turn
+ * that crossed the bound.
+ *
+ * @example
+ * new Agent({ provider, model, middleware: [new BudgetCap({ usd: 0.5 })] });
+ */
+export class BudgetCap implements Middleware {
+  readonly name: string;
+  readonly usd: number | undefined;
+  readonly tokens: number | undefined;
+
+  constructor(options: BudgetCapOptions) {
+    if (options?.usd === undefined && options?.tokens === undefined) {
+      throw new ConfigurationError('BudgetCap: give a bound in usd, tokens, or both');
+    }
+    for (const key of ['usd', 'tokens'] as const) {
+      const bound = options[key];
+      if (bound !== undefined && !(typeof bound === 'number' && bound > 0)) {
+        throw new ConfigurationError(`BudgetCap: ${key} must be a positive number`);
+      }
+    }
+    this.usd = options.usd;
+    this.tokens = options.tokens;
+    this.name = options.name ?? 'BudgetCap';
+  }
+
+  shouldStopAfterTurn(ctx: TurnEndContext): boolean {
+    let usd = 0;
+    let tokens = 0;
+    for (const message of ctx.newMessages) {
+      if (message.role !== 'assistant') continue;
+      usd += message.usage.cost.total;
+      tokens += message.usage.totalTokens;
+    }
+    return (this.usd !== undefined && usd >= this.usd) || (this.tokens !== undefined && tokens >= this.tokens);
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * Marble-testing helpers: test middleware compositions and whole turns in virtual time.
+ * @module
+ */
+import { deepStrictEqual } from 'node:assert/strict';
+import {
+  defaultIfEmpty,
+  from,
+  isObservable,
+  map,
+  mergeMap,
+  takeLast,
+  type Observable,
+  type OperatorFunction,
+} from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { runAgentLoop } from '../agent/run-agent-loop.js';
+import { composeMiddleware } from '../middleware/compose-middleware.js';
+import type { AgentHooks, Middleware, TurnEndContext } from '../middleware/types.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import { userMessage, type Message } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { Provider } from '../types/provider.js';
+import type { AnyAgentTool } from '../types/tool.js';
+import { FauxProvider, type FauxProviderOptions, type FauxResponse } from '../providers/faux-provider.js';
+
+/** An `expect` in the style of vitest and jest: `expect(actual).toEqual(expected)`. */
+export type ExpectLike = (actual: unknown) => { toEqual(expected: unknown): void };
+
+/**
+ * A fresh `TestScheduler`. Pass your test framework's `expect` (vitest, jest) for its diffs; without one, frames are
+ * compared with `node:assert`'s `deepStrictEqual`. Create one per test.
+ *
+ * @example
+ * import { expect } from 'vitest';
+ * createTestScheduler(expect).run(({ cold, expectObservable }) => { ... });
+ */
+export function createTestScheduler(expect?: ExpectLike): TestScheduler {
+  return new TestScheduler(
+    expect === undefined
+      ? (actual, expected) => deepStrictEqual(actual, expected)
+      : (actual, expected) => expect(actual).toEqual(expected),
+  );
+}
+
+/** A function that records its calls (`calls`, the arguments of each), for "never called" assertions. */
+export type SpyHook<TArgs extends unknown[], TResult> = ((...args: TArgs) => TResult) & { readonly calls: TArgs[] };
+
+/**
+ * Wraps a hook so its calls are recorded.
+ *
+ * @example
+ * const audit = spyHook(() => cold('-u|', { u: undefined }));
+ * // ... after the run: expect(audit.calls).toHaveLength(0)
+ */
+export function spyHook<TArgs extends unknown[], TResult>(impl: (...args: TArgs) => TResult): SpyHook<TArgs, TResult> {
+  const calls: TArgs[] = [];
+  const spy = (...args: TArgs): TResult => {
+    calls.push(args);
+    return impl(...args);
+  };
+  return Object.assign(spy, { calls });
+}
+
+/**
+ * Maps agent events to marble characters: `mark(event)` returns a one-character string to draw, or `undefined` to
+ * leave the event out.
+ *
+ * @example
+ * run$.pipe(toMarbles((e) => (e.type === 'tool_execution_end' ? e.toolCallId : e.type === 'agent_end' ? 'e' : undefined)))
+ */
+export function toMarbles(mark: (event: AgentEvent) => string | undefined): OperatorFunction<AgentEvent, string> {
+  return mergeMap((event) => {
+    const char = mark(event);
+    return char === undefined ? [] : [char];
+  });
+}
+
+/** Options of {@link runOneTurn}. */
+export interface RunOneTurnOptions {
+  /** Scripted responses for a FauxProvider (ignored when `provider` is given). */
+  readonly responses?: readonly FauxResponse[];
+  /** Options of that FauxProvider (pacing, chunk size). */
+  readonly faux?: Omit<FauxProviderOptions, 'responses'>;
+  readonly provider?: Provider;
+  readonly model?: Model;
+  /** The prompt (default `'go'`). */
+  readonly prompt?: string | Message;
+  readonly history?: readonly Message[];
+  readonly systemPrompt?: string;
+  readonly tools?: readonly AnyAgentTool[];
+  readonly middleware?: readonly Middleware[];
+  /** Hooks given directly, as to the Agent constructor (they replace the middleware versions). */
+  readonly hooks?: AgentHooks;
+}
+
+/**
+ * Runs exactly one turn of the loop — the prompt, one model call, its tool batch — as a cold Observable of its events,
+ * with `middleware` composed exactly as an `Agent` composes it. With a FauxProvider and hooks and tools that answer
+ * with `cold()` Observables, it runs in virtual time inside `TestScheduler.run()`.
+ *
+ * Your `shouldStopAfterTurn` hooks still run (and can be observed); the run ends after the turn whatever they answer.
+ *
+ * @example
+ * createTestScheduler(expect).run(({ cold, expectObservable }) => {
+ *   const slowSummary = { name: 'summary', transformContext: (m: Message[]) => cold('30ms (m|)', { m }) };
+ *   const run$ = runOneTurn({ responses: [fauxMessage('hi')], middleware: [slowSummary] });
+ *   expectObservable(run$.pipe(toMarbles((e) => (e.type === 'agent_end' ? 'e' : undefined)))).toBe('30ms (e|)');
+ * });
+ */
+export function runOneTurn(options: RunOneTurnOptions): Observable<AgentEvent> {
+  const provider = options.provider ?? new FauxProvider({ ...options.faux, responses: options.responses ?? [] });
+  const { hooks } = composeMiddleware(options.middleware ?? [], options.hooks ?? {});
+  const stop = hooks.shouldStopAfterTurn;
+  const oneTurn: AgentHooks = {
+    ...hooks,
+    shouldStopAfterTurn: (ctx: TurnEndContext) => {
+      if (stop === undefined) return true;
+      const answer = stop(ctx);
+      if (!isObservable(answer) && typeof (answer as PromiseLike<boolean>)?.then !== 'function') return true;
+      return from(answer as Observable<boolean>).pipe(
+        takeLast(1),
+        map(() => true),
+        defaultIfEmpty(true),
+      );
+    },
+  };
+  const prompt = options.prompt ?? 'go';
+  return runAgentLoop({
+    provider,
+    model: options.model ?? { id: 'faux', provider: provider.id },
+    history: options.history ?? [],
+    prompts: [typeof prompt === 'string' ? userMessage(prompt) : prompt],
+    systemPrompt: options.systemPrompt ?? '',
+    tools: options.tools ?? [],
+    hooks: oneTurn,
+  });
+}
