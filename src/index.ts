@@ -23,8 +23,40 @@ export {
   type ComposedMiddleware,
   type HookChainDescription,
   type MiddlewareDescription,
+  type WrapperChainDescription,
 } from './middleware/compose-middleware.js';
 export { BudgetCap, type BudgetCapOptions } from './middleware/budget-cap.js';
+export { cache, requestKey, type CacheOptions, type ResponseStore } from './middleware/cache.js';
+export {
+  composeWrappers,
+  type ComposedModelCall,
+  type ComposedToolCall,
+  type ComposedWrappers,
+  type WrapperLayer,
+  type WrapperName,
+} from './middleware/compose-wrappers.js';
+export {
+  canServe,
+  fallback,
+  FALLBACK_ERROR_KINDS,
+  type FallbackOptions,
+  type FallbackTarget,
+} from './middleware/fallback.js';
+export { FailedBeforeContent, failBeforeContent } from './middleware/hold-until-content.js';
+export { retry, TRANSIENT_ERROR_KINDS, type Backoff, type RetryOptions } from './middleware/retry.js';
+export {
+  WRAPPER_PHASES,
+  type ModelCallContext,
+  type ModelCallNext,
+  type ModelRequest,
+  type NextCalls,
+  type ToolCallContext,
+  type ToolCallNext,
+  type ToolCallRequest,
+  type ToolOutcome,
+  type WrapperPhase,
+  type Wrappers,
+} from './middleware/wrapper-types.js';
 export { MaxTurns } from './middleware/max-turns.js';
 export { RedactToolResults, type Redactor } from './middleware/redact-tool-results.js';
 export { SlidingWindow, type SlidingWindowOptions } from './middleware/sliding-window.js';
@@ -97,6 +129,7 @@ export {
   isAbortError,
   ProviderError,
   RunAbortedError,
+  ToolExecutionError,
   type AbortReason,
   type HookErrorDetails,
   type HookName,

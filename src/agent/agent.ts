@@ -388,6 +388,7 @@ export class Agent {
       systemPrompt: this.systemPrompt,
       tools: this.tools,
       hooks: this.middleware.hooks,
+      wrappers: this.middleware.wrappers,
       hookOwner: EXPLICIT_HOOKS_NAME,
       toolExecution: this.options.toolExecution,
       toolConcurrency: this.options.toolConcurrency,

@@ -3,6 +3,7 @@
  * @module
  */
 import { asyncScheduler, Observable, type Subscription } from 'rxjs';
+import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import type { AgentHooks, TurnDecision } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { ConfigurationError, errorMessageOf, isAbortError, RunAbortedError } from '../types/errors.js';
@@ -34,6 +35,8 @@ export interface RunAgentLoopOptions extends RunSettings {
   readonly prompts?: readonly Message[];
   /** The hooks, already composed (one function per hook). */
   readonly hooks?: AgentHooks;
+  /** The wrapper onions, already composed (see `composeMiddleware`). */
+  readonly wrappers?: { readonly wrapModelCall?: ComposedModelCall; readonly wrapToolCall?: ComposedToolCall };
   /** The name a failing hook is reported under in its `HookError`; `loop options` by default. */
   readonly hookOwner?: string;
   /** Called after the prompt and after every turn: messages to inject before the next model call. */
@@ -98,6 +101,9 @@ export function runAgentLoop(options: RunAgentLoopOptions): Observable<AgentEven
       tools,
       toolsByName: new Map(tools.map((tool) => [tool.name, tool])),
       hooks: options.hooks ?? {},
+      wrapModelCall: options.wrappers?.wrapModelCall,
+      wrapToolCall: options.wrappers?.wrapToolCall,
+      deadlineAt: options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs,
       hookOwner: options.hookOwner ?? 'loop options',
       toolExecution: options.toolExecution ?? 'parallel',
       toolConcurrency: options.toolConcurrency ?? Infinity,

@@ -3,6 +3,7 @@
  * @module
  */
 import { checkAnswer, type HookAnswers } from '../middleware/check-answer.js';
+import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import { hashInput } from '../middleware/hash-input.js';
 import type { AgentHooks, HookContext, HookResult } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
@@ -47,6 +48,10 @@ export interface RunState {
   readonly tools: readonly AnyAgentTool[];
   readonly toolsByName: ReadonlyMap<string, AnyAgentTool>;
   readonly hooks: AgentHooks;
+  readonly wrapModelCall: ComposedModelCall | undefined;
+  readonly wrapToolCall: ComposedToolCall | undefined;
+  /** When the deadline passes (ms since the epoch), if the run has one. */
+  readonly deadlineAt: number | undefined;
   /** The name hook failures are reported under when a hook is not a named middleware's. */
   readonly hookOwner: string;
   readonly toolExecution: ToolExecutionMode;
@@ -96,6 +101,7 @@ export function hookContext(run: RunState, turnIndex: number): HookContext {
     messages: run.transcript,
     extra: run.extra,
     signal: run.signal,
+    ...(run.deadlineAt !== undefined ? { deadlineAt: run.deadlineAt } : {}),
   };
 }
 

@@ -2,13 +2,14 @@
  * One model call: the provider stream consumed once, each event passed on synchronously.
  * @module
  */
-import type { Observable } from 'rxjs';
-import { errorMessageOf } from '../types/errors.js';
-import type { AssistantMessage, Message, ProviderErrorKind } from '../types/messages.js';
-import type { StreamEvent } from '../types/stream-events.js';
+import { catchError, defer, tap, throwError, type Observable } from 'rxjs';
+import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
+import { errorMessageOf, HookError } from '../types/errors.js';
+import type { AssistantMessage, Message } from '../types/messages.js';
+import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import { EMPTY_USAGE } from '../types/usage.js';
 import { suspend, type Op } from './drive.js';
-import type { RunState, TurnState } from './run-state.js';
+import { hookContext, type RunState, type TurnState } from './run-state.js';
 
 /**
  * Streams the model's answer to `messages`. Emits `message_start` at the first event, `message_update` for every
@@ -46,27 +47,82 @@ export function* streamResponse(
     }
   };
 
-  let source: Observable<StreamEvent> | undefined;
-  try {
-    source = run.provider.stream(run.model, messages, {
-      systemPrompt,
-      tools: run.tools,
-      ...(run.toolChoice !== undefined ? { toolChoice: run.toolChoice } : {}),
-      options: run.streamOptions === undefined ? { signal: run.signal } : { ...run.streamOptions, signal: run.signal },
+  const request: ModelRequest = {
+    provider: run.provider,
+    model: run.model,
+    messages,
+    systemPrompt,
+    tools: run.tools,
+    ...(run.toolChoice !== undefined ? { toolChoice: run.toolChoice } : {}),
+    ...(run.streamOptions !== undefined ? { options: run.streamOptions } : {}),
+  };
+  const invocationId = `${runId}.${turn.index}`;
+  let attempt = 0;
+  let previous: { provider: string; model: string; error?: string } | undefined;
+  // The call itself, the innermost layer of the onion: every subscription is an attempt.
+  const send: ModelCallNext = (req) =>
+    defer(() => {
+      attempt++;
+      const to = { provider: req.provider.id, model: req.model.id };
+      if (previous !== undefined && (previous.provider !== to.provider || previous.model !== to.model)) {
+        const from = { provider: previous.provider, model: previous.model };
+        emit({
+          type: 'model_fallback',
+          runId,
+          turnIndex: turn.index,
+          invocationId,
+          from,
+          to,
+          ...(previous.error !== undefined ? { reason: previous.error } : {}),
+        });
+      }
+      const current: { provider: string; model: string; error?: string } = to;
+      previous = current;
+      emit({
+        type: 'model_attempt',
+        runId,
+        turnIndex: turn.index,
+        invocationId,
+        attemptId: `${invocationId}.${attempt}`,
+        attempt,
+        ...to,
+      });
+      let stream: Observable<StreamEvent>;
+      try {
+        stream = req.provider.stream(req.model, req.messages, {
+          systemPrompt: req.systemPrompt,
+          tools: req.tools,
+          ...(req.toolChoice !== undefined ? { toolChoice: req.toolChoice } : {}),
+          options: req.options === undefined ? { signal: run.signal } : { ...req.options, signal: run.signal },
+        });
+      } catch (error) {
+        return [contractFailure(req, turn, `Provider ${req.provider.id} threw in stream(): ${errorMessageOf(error)}`)];
+      }
+      return stream.pipe(
+        tap((event) => {
+          if (event.type === 'error') previous = { ...current, error: event.message.errorMessage ?? event.errorKind };
+        }),
+        // A provider whose Observable errors broke its contract (failures are values): end the call as an error event.
+        catchError((error: unknown) =>
+          run.signal.aborted
+            ? throwError(() => error)
+            : [contractFailure(req, turn, `Provider ${req.provider.id} stream failed: ${errorMessageOf(error)}`)],
+        ),
+      );
     });
+  const source =
+    run.wrapModelCall === undefined
+      ? send(request)
+      : run.wrapModelCall(request, { ...hookContext(run, turn.index), invocationId }, send);
+  try {
+    yield* suspend(source, undefined, onEvent);
   } catch (error) {
-    terminal = failure(run, turn, `Provider ${run.provider.id} threw in stream(): ${errorMessageOf(error)}`);
+    // Cancellation is closed by the loop, from the last snapshot; a wrapper's bug is a HookError.
+    if (run.signal.aborted) throw run.signal.reason;
+    if (error instanceof HookError) throw error;
+    terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
   }
-  if (source !== undefined) {
-    try {
-      yield* suspend(source, undefined, onEvent);
-    } catch (error) {
-      // Cancellation is closed by the loop, from the last snapshot.
-      if (run.signal.aborted) throw run.signal.reason;
-      terminal = failure(run, turn, `Provider ${run.provider.id} stream failed: ${errorMessageOf(error)}`);
-    }
-    terminal ??= failure(run, turn, `Provider ${run.provider.id} stream completed without a terminal event`);
-  }
+  terminal ??= failure(run, turn, `Provider ${run.provider.id} stream completed without a terminal event`);
   const message = terminal!;
   if (turn.streaming === undefined) emit({ type: 'message_start', runId, message });
   turn.streaming = undefined;
@@ -81,23 +137,32 @@ export function* streamResponse(
   return message;
 }
 
-/** An error message for a provider that broke its contract, keeping what it streamed. */
-function failure(
-  run: RunState,
-  turn: TurnState,
-  errorMessage: string,
-  kind: ProviderErrorKind = 'unknown',
-): AssistantMessage {
+/** The terminal event of an attempt whose provider broke its contract. */
+function contractFailure(req: ModelRequest, turn: TurnState, errorMessage: string): ErrorEvent {
+  return {
+    type: 'error',
+    message: failureMessage(req.provider.id, req.model.id, turn, errorMessage),
+    errorKind: 'unknown',
+  };
+}
+
+/** An error message for a model call that broke its contract. */
+function failure(run: RunState, turn: TurnState, errorMessage: string): AssistantMessage {
+  return failureMessage(run.provider.id, run.model.id, turn, errorMessage);
+}
+
+/** An error message keeping what was streamed so far (kind `unknown`: nobody classified it). */
+function failureMessage(provider: string, model: string, turn: TurnState, errorMessage: string): AssistantMessage {
   const base = turn.streaming;
   return {
     role: 'assistant',
     content: base?.content ?? [],
     stopReason: 'error',
     errorMessage,
-    errorKind: kind,
+    errorKind: 'unknown',
     usage: base?.usage ?? EMPTY_USAGE,
-    provider: run.provider.id,
-    model: run.model.id,
+    provider,
+    model,
     timestamp: base?.timestamp ?? Date.now(),
   };
 }

@@ -3,12 +3,13 @@
  * rewrite (`afterToolCall`), and answer every call exactly once, in the model's order.
  * @module
  */
-import { asyncScheduler, from, isObservable, Observable, of } from 'rxjs';
+import { asyncScheduler, catchError, defer, from, isObservable, map, Observable, of, throwError } from 'rxjs';
 import { executeToolCalls } from '../../operators/execute-tool-calls.js';
 import type { HookContext } from '../middleware/types.js';
+import type { ToolCallNext, ToolCallRequest, ToolOutcome } from '../middleware/wrapper-types.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
 import type { ToolCall } from '../types/content.js';
-import { errorMessageOf } from '../types/errors.js';
+import { errorMessageOf, HookError, ToolExecutionError } from '../types/errors.js';
 import type { AssistantMessage, ToolResultMessage } from '../types/messages.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
 import { fromOp, isPromiseLike, settle, suspend, type Op } from './drive.js';
@@ -157,7 +158,10 @@ function* prepareCall(
   return { index, call, tool, args };
 }
 
-/** Executes one call, then `afterToolCall`, then records its outcome and emits `tool_execution_end`. */
+/**
+ * Executes one call (through the `wrapToolCall` onion, when there is one), then `afterToolCall`, then records its
+ * outcome and emits `tool_execution_end`.
+ */
 function* executeCall(
   run: RunState,
   turn: TurnState,
@@ -166,10 +170,6 @@ function* executeCall(
   ctx: HookContext,
 ): Op<void> {
   const { call, tool, args, index } = runnable;
-  const timeoutMs = tool.timeoutMs ?? run.toolTimeoutMs;
-  // One controller per run is the rule; a call gets its own only when it has a timeout to enforce.
-  const controller = timeoutMs === undefined ? undefined : new AbortController();
-  const signal = controller === undefined ? run.signal : AbortSignal.any([run.signal, controller.signal]);
   let settled = false;
   const onUpdate = (partialResult: AgentToolResult) => {
     if (settled || run.signal.aborted) return;
@@ -181,25 +181,61 @@ function* executeCall(
       partialResult,
     });
   };
+  const execute: ToolCallNext = (request) => executeTool$(run, request, onUpdate);
+  const request: ToolCallRequest = { toolCall: call, tool, args };
+  const outcome$ =
+    run.wrapToolCall === undefined
+      ? execute(request)
+      : run.wrapToolCall(
+          request,
+          { ...ctx, invocationId: `${run.runId}.${turn.index}.${call.id}`, assistantMessage: assistant },
+          execute,
+        );
 
   let outcome: CallOutcome;
   try {
-    const output$ = toolOutput$(() => tool.execute(call.id, args, { signal, onUpdate, toolCall: call }), onUpdate);
-    const raw = yield* suspend(
-      controller === undefined ? output$ : withTimeout(output$, timeoutMs!, controller, call.name),
-      NO_RESULT as unknown,
-    );
-    outcome = normalizeResult(call.name, raw);
+    const executed = yield* suspend(outcome$, undefined);
+    outcome =
+      executed === undefined
+        ? { result: errorResult(`Tool ${call.name} produced no outcome`), isError: true }
+        : { result: executed.result, isError: executed.isError };
   } catch (error) {
+    // Cancellation goes on; a wrapper's bug ends the run (a HookError); anything else is this call's failure.
     if (run.signal.aborted) throw run.signal.reason;
-    outcome = {
-      result: errorResult(error instanceof ToolTimeout ? error.message : errorMessageOf(error)),
-      isError: true,
-    };
+    if (error instanceof HookError) throw error;
+    outcome = { result: errorResult(errorMessageOf(error)), isError: true };
   } finally {
     settled = true;
   }
   finishCall(run, turn, index, yield* afterToolCall(run, assistant, call, args, outcome, ctx));
+}
+
+/**
+ * Executes a tool: the innermost layer of the tool-call onion. A cold Observable of one outcome; a tool that throws,
+ * rejects, errors or overruns its timeout gives an error outcome (with a `ToolExecutionError`), never an Observable
+ * error — except cancellation, which goes on.
+ */
+function executeTool$(
+  run: RunState,
+  request: ToolCallRequest,
+  onUpdate: (partial: AgentToolResult) => void,
+): Observable<ToolOutcome> {
+  const { toolCall, tool, args } = request;
+  return defer(() => {
+    const timeoutMs = tool.timeoutMs ?? run.toolTimeoutMs;
+    // One controller per run is the rule; a call gets its own only when it has a timeout to enforce.
+    const controller = timeoutMs === undefined ? undefined : new AbortController();
+    const signal = controller === undefined ? run.signal : AbortSignal.any([run.signal, controller.signal]);
+    const output$ = toolOutput$(() => tool.execute(toolCall.id, args, { signal, onUpdate, toolCall }), onUpdate);
+    return (controller === undefined ? output$ : withTimeout(output$, timeoutMs!, controller, toolCall.name)).pipe(
+      map((raw): ToolOutcome => normalizeResult(toolCall.name, raw)),
+      catchError((error: unknown) => {
+        if (run.signal.aborted) return throwError(() => error);
+        const failure = new ToolExecutionError({ toolName: toolCall.name, toolCallId: toolCall.id, cause: error });
+        return [{ result: errorResult(failure.message), isError: true, error: failure } satisfies ToolOutcome];
+      }),
+    );
+  });
 }
 
 /** `afterToolCall`: a partial result merged over the call's outcome, field by field. */

@@ -12,6 +12,7 @@ import { stopWhenAny } from '../../operators/stop-when-any.js';
 import { ConfigurationError, HookError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import { checkAnswer, type HookAnswers } from './check-answer.js';
+import { composeWrappers, type ComposedWrappers, type WrapperLayer, type WrapperName } from './compose-wrappers.js';
 import { hashInput } from './hash-input.js';
 import {
   HOOK_NAMES,
@@ -36,12 +37,20 @@ export interface HookChainDescription {
   readonly overridden: readonly string[];
 }
 
-/** The composed chain of every hook (see `agent.describeMiddleware()`). */
-export type MiddlewareDescription = { readonly [H in HookName]: HookChainDescription };
+/** How a wrapper hook is composed: the onion's layers, outermost first. */
+export interface WrapperChainDescription extends HookChainDescription {
+  readonly layers: readonly WrapperLayer[];
+}
 
-/** The result of {@link composeMiddleware}: one function per implemented hook, and a description of the chains. */
+/** The composed chain of every hook and wrapper (see `agent.describeMiddleware()`). */
+export type MiddlewareDescription = { readonly [H in HookName]: HookChainDescription } & {
+  readonly [W in WrapperName]: WrapperChainDescription;
+};
+
+/** The result of {@link composeMiddleware}: one function per implemented hook, the onions, a description. */
 export interface ComposedMiddleware {
   readonly hooks: AgentHooks;
+  readonly wrappers: Pick<ComposedWrappers, 'wrapModelCall' | 'wrapToolCall'>;
   readonly description: MiddlewareDescription;
 }
 
@@ -130,7 +139,17 @@ export function composeMiddleware(
     };
     if (entries.length > 0) hooks[hook] = COMPOSERS[hook](entries);
   }
-  return { hooks: hooks as AgentHooks, description };
+  const { layers, ...wrappers } = composeWrappers(middleware, names);
+  for (const kind of ['wrapModelCall', 'wrapToolCall'] as const) {
+    const chain: WrapperChainDescription = {
+      rule: 'onion: outermost first, by phase, then order, then registration',
+      runs: layers[kind].map((layer) => layer.name),
+      overridden: [],
+      layers: layers[kind],
+    };
+    (description as Record<string, HookChainDescription>)[kind] = chain;
+  }
+  return { hooks: hooks as AgentHooks, wrappers, description: description as MiddlewareDescription };
 }
 
 function nameOf(middleware: Middleware, index: number): string {

@@ -7,6 +7,7 @@ import type { ToolCall, ToolResultContent } from '../types/content.js';
 import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
+import type { Wrappers } from './wrapper-types.js';
 
 /**
  * What a hook may return: a value, a Promise, or an Observable whose **last** value counts (an Observable that
@@ -30,6 +31,8 @@ export interface HookContext {
   readonly extra: Record<string, unknown>;
   /** Aborts when the run is cancelled; a long hook should stop when it fires. */
   readonly signal: AbortSignal;
+  /** When the run's deadline passes (milliseconds since the epoch), if it has one. */
+  readonly deadlineAt?: number;
 }
 
 /** The context of `beforeToolCall`. `context` is the turn's {@link HookContext} (whose fields this one repeats). */
@@ -128,7 +131,7 @@ export interface AgentHooks {
  *   afterToolCall(ctx: AfterToolCallContext) { audit.write(ctx.toolCall.name, ctx.isError); return undefined; }
  * }
  */
-export interface Middleware extends AgentHooks {
+export interface Middleware extends AgentHooks, Wrappers {
   readonly name?: string;
 }
 

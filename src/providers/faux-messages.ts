@@ -46,6 +46,8 @@ export interface FauxMessageOptions {
   readonly errorMessage?: string;
   /** For `stopReason: 'error'`; defaults to `unknown`. */
   readonly errorKind?: ProviderErrorKind;
+  /** For `stopReason: 'error'`: the provider's "retry after" (on the error event and the message). */
+  readonly retryAfterMs?: number;
   /** Reported as is instead of the provider's estimate. */
   readonly usage?: Usage;
   readonly responseId?: string;
@@ -81,5 +83,6 @@ export function fauxMessage(
     ...message,
     errorMessage: options.errorMessage ?? (stopReason === 'aborted' ? 'Request aborted' : 'Faux error'),
     errorKind: options.errorKind ?? (stopReason === 'aborted' ? 'aborted' : 'unknown'),
+    ...(options.retryAfterMs !== undefined ? { retryAfterMs: options.retryAfterMs } : {}),
   };
 }

@@ -184,7 +184,7 @@ export class FauxProvider implements Provider {
     asm.setUsage(usage);
     if (scripted.stopReason === 'error' || scripted.stopReason === 'aborted') {
       const kind = scripted.stopReason === 'aborted' ? 'aborted' : (scripted.errorKind ?? 'unknown');
-      yield () => asm.error(kind, scripted.errorMessage ?? 'Faux error');
+      yield () => asm.error(kind, scripted.errorMessage ?? 'Faux error', scripted.retryAfterMs);
     } else {
       yield () => asm.done(scripted.stopReason as 'stop' | 'length' | 'toolUse');
     }

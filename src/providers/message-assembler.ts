@@ -185,7 +185,10 @@ export class MessageAssembler {
   error(kind: ProviderErrorKind, errorMessage: string, retryAfterMs?: number): ErrorEvent {
     this.finishOpenToolCalls();
     const stopReason: StopReason = kind === 'aborted' ? 'aborted' : 'error';
-    const message: AssistantMessage = { ...this.snapshot(stopReason), errorMessage, errorKind: kind };
+    const message: AssistantMessage =
+      retryAfterMs === undefined
+        ? { ...this.snapshot(stopReason), errorMessage, errorKind: kind }
+        : { ...this.snapshot(stopReason), errorMessage, errorKind: kind, retryAfterMs };
     return retryAfterMs === undefined
       ? { type: 'error', message, errorKind: kind }
       : { type: 'error', message, errorKind: kind, retryAfterMs };

@@ -110,7 +110,7 @@ export interface RunOneTurnOptions {
  */
 export function runOneTurn(options: RunOneTurnOptions): Observable<AgentEvent> {
   const provider = options.provider ?? new FauxProvider({ ...options.faux, responses: options.responses ?? [] });
-  const { hooks } = composeMiddleware(options.middleware ?? [], options.hooks ?? {});
+  const { hooks, wrappers } = composeMiddleware(options.middleware ?? [], options.hooks ?? {});
   const stop = hooks.shouldStopAfterTurn;
   const oneTurn: AgentHooks = {
     ...hooks,
@@ -134,5 +134,6 @@ export function runOneTurn(options: RunOneTurnOptions): Observable<AgentEvent> {
     systemPrompt: options.systemPrompt ?? '',
     tools: options.tools ?? [],
     hooks: oneTurn,
+    wrappers,
   });
 }

@@ -17,6 +17,8 @@ export interface ToolSpec<TSchema extends z.ZodType, TDetails> {
   readonly parameters: TSchema;
   readonly executionMode?: ToolExecutionMode;
   readonly timeoutMs?: number;
+  /** Re-running it is safe: a `retry` wrapper may retry it when it throws (never otherwise). */
+  readonly idempotent?: boolean;
   execute(
     toolCallId: string,
     params: z.output<TSchema>,
@@ -76,6 +78,7 @@ export function defineTool<TSchema extends z.ZodType, TDetails = unknown>(
     inputSchema: toInputSchema(spec.name, spec.parameters),
     ...(spec.executionMode !== undefined ? { executionMode: spec.executionMode } : {}),
     ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
+    ...(spec.idempotent === true ? { idempotent: true } : {}),
     execute: spec.execute,
   };
 }

@@ -86,9 +86,37 @@ export interface ToolExecutionEndEvent {
 }
 
 /**
+ * A request is being sent to a model: one per attempt. Every attempt of one model call (retries, fallbacks) shares
+ * the `invocationId` and has its own `attemptId`; `attempt` counts from 1.
+ */
+export interface ModelAttemptEvent {
+  readonly type: 'model_attempt';
+  readonly runId: string;
+  readonly turnIndex: number;
+  readonly invocationId: string;
+  readonly attemptId: string;
+  readonly attempt: number;
+  readonly provider: string;
+  readonly model: string;
+}
+
+/** A model call moved to another model (or provider) after an attempt failed; emitted before the new attempt. */
+export interface ModelFallbackEvent {
+  readonly type: 'model_fallback';
+  readonly runId: string;
+  readonly turnIndex: number;
+  readonly invocationId: string;
+  readonly from: { readonly provider: string; readonly model: string };
+  readonly to: { readonly provider: string; readonly model: string };
+  /** Why the previous attempt failed, when it ended with an error event. */
+  readonly reason?: string;
+}
+
+/**
  * Every event of a run. Order within a turn: `turn_start` → prompt/steering messages (`message_start`/`message_end`)
- * → the assistant message (`message_start`, `message_update`×N, `message_end`) → tool events → `toolResult`
- * messages → `turn_end`. A run is `agent_start` … `agent_end`.
+ * → `model_attempt` (and `model_fallback`) per request sent → the assistant message (`message_start`,
+ * `message_update`×N, `message_end`) → tool events → `toolResult` messages → `turn_end`. A run is `agent_start` …
+ * `agent_end`.
  */
 export type AgentEvent =
   | AgentStartEvent
@@ -100,7 +128,9 @@ export type AgentEvent =
   | MessageEndEvent
   | ToolExecutionStartEvent
   | ToolExecutionUpdateEvent
-  | ToolExecutionEndEvent;
+  | ToolExecutionEndEvent
+  | ModelAttemptEvent
+  | ModelFallbackEvent;
 
 /** The `type` of any agent event. */
 export type AgentEventType = AgentEvent['type'];

@@ -141,6 +141,23 @@ export class ProviderError extends CubepiError {
   }
 }
 
+/**
+ * A tool's execution failed: it threw, its Promise rejected or its Observable errored. The model sees an error
+ * result carrying the message; the host finds this error (the tool's own as `cause`) on the call's `ToolOutcome`
+ * (`wrapToolCall`) — so a retry wrapper can tell a thrown error from an `isError` result.
+ */
+export class ToolExecutionError extends CubepiError {
+  readonly code = 'tool_execution_error';
+  readonly toolName: string;
+  readonly toolCallId: string;
+
+  constructor(details: { toolName: string; toolCallId: string; cause: unknown; message?: string }) {
+    super(details.message ?? errorMessageOf(details.cause), { cause: details.cause });
+    this.toolName = details.toolName;
+    this.toolCallId = details.toolCallId;
+  }
+}
+
 /** The message of any thrown value. */
 export function errorMessageOf(error: unknown): string {
   if (error instanceof Error) return error.message;
@@ -149,5 +166,112 @@ export function errorMessageOf(error: unknown): string {
     return JSON.stringify(error) ?? String(error);
   } catch {
     return String(error);
+  }
+}
+
+/** The checkpointer operation an error happened in. `open` covers connecting, opening a file and migrations. */
+export type CheckpointOperation = 'open' | 'load' | 'append' | 'saveExtra' | 'listThreads' | 'deleteThread';
+
+/** What a {@link CheckpointError} reports. */
+export interface CheckpointErrorDetails {
+  readonly operation: CheckpointOperation;
+  /** The thread the operation was about; absent for `listThreads` and `open`. */
+  readonly threadId?: string;
+  /** The driver's error (a `SqliteError`, a `pg` error, a `TypeError` from serialisation, …). */
+  readonly cause?: unknown;
+  /** Replaces the generated message. */
+  readonly message?: string;
+}
+
+/**
+ * A checkpointer could not do what it was asked: the store is unreachable, the disk is full, the connection was
+ * lost, a message cannot be serialised. A failed `append` or `saveExtra` wrote nothing (every write is one
+ * transaction). The driver's error is the `cause`; backends never let a raw driver error escape.
+ *
+ * In a run, this ends the run and `prompt()` rejects with it (the transcript in memory may then hold messages the
+ * store does not: reload before continuing). Corruption and schema problems are the subclasses
+ * {@link CheckpointCorruptionError} and {@link CheckpointSchemaError}; a lost race is {@link ThreadConflictError},
+ * which is not a failure and not a subclass.
+ */
+export class CheckpointError extends CubepiError {
+  readonly code: 'checkpoint_error' | 'checkpoint_corruption' | 'checkpoint_schema' = 'checkpoint_error';
+  readonly operation: CheckpointOperation;
+  readonly threadId?: string;
+
+  constructor(details: CheckpointErrorDetails) {
+    const where = details.threadId === undefined ? '' : ` for thread "${details.threadId}"`;
+    super(
+      details.message ??
+        `Checkpoint ${details.operation} failed${where}` +
+          (details.cause === undefined ? '' : `: ${errorMessageOf(details.cause)}`),
+      details.cause === undefined ? undefined : { cause: details.cause },
+    );
+    this.operation = details.operation;
+    if (details.threadId !== undefined) this.threadId = details.threadId;
+  }
+}
+
+/**
+ * An `append` passed `expectedSeq`, but the thread's stored `seq` was different: someone else wrote the thread (or
+ * deleted it) since the caller loaded it. Nothing was written. `actual` is the stored `seq` when the append was
+ * refused. Reload the thread (`load`) and decide again; an `Agent` does this for you.
+ */
+export class ThreadConflictError extends CubepiError {
+  readonly code = 'thread_conflict';
+  readonly threadId: string;
+  readonly expected: number;
+  readonly actual: number;
+
+  constructor(threadId: string, expected: number, actual: number) {
+    super(`Thread "${threadId}" changed under this writer: expected seq ${expected}, found ${actual}`);
+    this.threadId = threadId;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/**
+ * Stored data could not be read back as what was written: a row that is not valid JSON, is not a message, or is
+ * missing from the sequence. `seq` names the bad row; it is absent when the bad data is the thread's own record
+ * (its `extra`, its counter). The thread is not loaded at all rather than loaded with a hole.
+ */
+export class CheckpointCorruptionError extends CheckpointError {
+  override readonly code = 'checkpoint_corruption';
+  readonly seq?: number;
+  readonly reason: string;
+
+  constructor(threadId: string, seq: number | undefined, reason: string, options?: { cause?: unknown }) {
+    super({
+      operation: 'load',
+      threadId,
+      cause: options?.cause,
+      message: `Corrupt checkpoint of thread "${threadId}"${seq === undefined ? '' : ` at seq ${seq}`}: ${reason}`,
+    });
+    if (seq !== undefined) this.seq = seq;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The store's schema version is not one this code can use: newer than it knows (written by a later cubepi), or
+ * otherwise unreadable. Raised when the checkpointer opens the store, before anything is written.
+ */
+export class CheckpointSchemaError extends CheckpointError {
+  override readonly code = 'checkpoint_schema';
+  /** The version found in the store (`NaN` when it is not a version number at all). */
+  readonly found: number;
+  /** The newest version this code knows. */
+  readonly supported: number;
+
+  constructor(details: { found: number; supported: number; location: string }) {
+    super({
+      operation: 'open',
+      message: Number.isNaN(details.found)
+        ? `Checkpoint schema of ${details.location} has an unreadable version; refusing to use it`
+        : `Checkpoint schema of ${details.location} is at version ${details.found}, newer than this cubepi ` +
+          `supports (${details.supported}); upgrade cubepi, or use another table prefix or schema`,
+    });
+    this.found = details.found;
+    this.supported = details.supported;
   }
 }

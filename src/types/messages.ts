@@ -41,6 +41,8 @@ export interface AssistantMessage {
   readonly stopReason: StopReason;
   readonly errorMessage?: string;
   readonly errorKind?: ProviderErrorKind;
+  /** For a failed call: when the provider said to retry, in milliseconds. */
+  readonly retryAfterMs?: number;
   readonly usage: Usage;
   /** The id of the provider that answered. */
   readonly provider: string;

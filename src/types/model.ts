@@ -31,6 +31,8 @@ export interface Model {
   readonly reasoning?: boolean;
   /** Input kinds the model accepts; text only when absent. */
   readonly input?: readonly ('text' | 'image')[];
+  /** `false` for a model that cannot call tools (assumed able when absent). */
+  readonly tools?: boolean;
   /** Prices; usage costs 0 when absent. */
   readonly cost?: ModelCost;
 }

@@ -54,6 +54,11 @@ export interface AgentTool<TSchema extends z.ZodType = z.ZodType, TDetails = unk
   /** A call still running after this many milliseconds is aborted and answered with a timeout error. */
   readonly timeoutMs?: number;
   /**
+   * Running the same call twice has the same effect as once: a `retry` wrapper may re-run it when it throws. Tools
+   * are never retried otherwise.
+   */
+  readonly idempotent?: boolean;
+  /**
    * Runs one call with validated arguments (zod defaults applied). A thrown error or a rejected Promise becomes an
    * error tool result carrying its message; it never ends the run.
    */

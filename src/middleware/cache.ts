@@ -1,0 +1,83 @@
+/**
+ * Answering an identical model request from a store.
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { defer, from, of, switchMap, tap, type Observable } from 'rxjs';
+import { isPromiseLike } from '../agent/drive.js';
+import { canonicalJson, type AssistantMessage } from '../types/messages.js';
+import type { StreamEvent } from '../types/stream-events.js';
+import { EMPTY_USAGE } from '../types/usage.js';
+import type { Middleware } from './types.js';
+import type { ModelCallContext, ModelCallNext, ModelRequest } from './wrapper-types.js';
+
+/** Where cached responses live: a `Map` fits; so does any async store. */
+export interface ResponseStore {
+  get(key: string): AssistantMessage | undefined | PromiseLike<AssistantMessage | undefined>;
+  set(key: string, message: AssistantMessage): unknown;
+}
+
+/** Options of {@link cache}. */
+export interface CacheOptions {
+  readonly store: ResponseStore;
+  /** The key of a request (default: a hash of provider, model, system prompt, messages, tools, tool choice, options). */
+  readonly key?: (request: ModelRequest) => string;
+  readonly name?: string;
+}
+
+/**
+ * A wrapper (phase `cache`) that answers a model request identical to an earlier one with the stored response,
+ * without calling the model (`next` is not called: a `replace`); otherwise it calls the model and stores a
+ * successful response (`done`). Error and aborted responses are never stored. A replayed response has zero usage (no
+ * tokens were spent) and the current time as its timestamp.
+ *
+ * @example
+ * new Agent({ provider, model, middleware: [cache({ store: new Map() })] });
+ */
+export function cache(options: CacheOptions): Middleware {
+  const { store } = options;
+  const keyOf = options.key ?? requestKey;
+  return {
+    name: options.name ?? 'cache',
+    phase: 'cache',
+    nextCalls: 'at-most-once',
+    wrapModelCall(request: ModelRequest, _ctx: ModelCallContext, next: ModelCallNext): Observable<StreamEvent> {
+      return defer(() => {
+        const key = keyOf(request);
+        const found = store.get(key);
+        return (isPromiseLike(found) ? from(found) : of(found)).pipe(
+          switchMap((hit): Observable<StreamEvent> => {
+            if (hit !== undefined)
+              return of({ type: 'done', message: { ...hit, usage: EMPTY_USAGE, timestamp: Date.now() } });
+            return next(request).pipe(
+              tap((event) => {
+                if (event.type === 'done') store.set(key, event.message);
+              }),
+            );
+          }),
+        );
+      });
+    },
+  };
+}
+
+/**
+ * The default key: a SHA-256 of everything that decides the response — provider, model, system prompt, messages
+ * (without their timestamps), tools, tool choice and options.
+ */
+export function requestKey(request: ModelRequest): string {
+  const decisive = {
+    provider: request.provider.id,
+    model: request.model.id,
+    systemPrompt: request.systemPrompt,
+    messages: request.messages.map((message) => ({ ...message, timestamp: 0 })),
+    tools: request.tools.map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+    })),
+    toolChoice: request.toolChoice ?? null,
+    options: request.options ?? null,
+  };
+  return createHash('sha256').update(canonicalJson(decisive)).digest('hex');
+}

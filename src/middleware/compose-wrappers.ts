@@ -1,0 +1,198 @@
+/**
+ * Composing wrappers into an onion, ordered by phase, then order, then registration.
+ * @module
+ */
+import { catchError, concatWith, defer, EMPTY, isObservable, throwError, type Observable } from 'rxjs';
+import { ConfigurationError, HookError } from '../types/errors.js';
+import type { StreamEvent } from '../types/stream-events.js';
+import { hashInput } from './hash-input.js';
+import type { Middleware } from './types.js';
+import {
+  WRAPPER_PHASES,
+  type ModelCallContext,
+  type ModelCallNext,
+  type ModelRequest,
+  type NextCalls,
+  type ToolCallContext,
+  type ToolCallNext,
+  type ToolCallRequest,
+  type ToolOutcome,
+  type WrapperPhase,
+} from './wrapper-types.js';
+
+/** The two wrapper hooks. */
+export type WrapperName = 'wrapModelCall' | 'wrapToolCall';
+
+/** One layer of an onion, as described by `describeMiddleware()`. */
+export interface WrapperLayer {
+  readonly name: string;
+  readonly phase: WrapperPhase;
+  readonly order: number;
+  readonly nextCalls: NextCalls;
+}
+
+/** A composed model-call onion: `terminal` is the call itself. */
+export type ComposedModelCall = (
+  request: ModelRequest,
+  ctx: ModelCallContext,
+  terminal: ModelCallNext,
+) => Observable<StreamEvent>;
+/** A composed tool-call onion: `terminal` executes the tool. */
+export type ComposedToolCall = (
+  call: ToolCallRequest,
+  ctx: ToolCallContext,
+  terminal: ToolCallNext,
+) => Observable<ToolOutcome>;
+
+/** The onions of a middleware list, and their layers outermost first. */
+export interface ComposedWrappers {
+  readonly wrapModelCall?: ComposedModelCall;
+  readonly wrapToolCall?: ComposedToolCall;
+  readonly layers: { readonly [W in WrapperName]: readonly WrapperLayer[] };
+}
+
+/** Phases where two wrappers of the same call kind would fight: one cache, one retry policy, one adapter. */
+const EXCLUSIVE_PHASES: ReadonlySet<WrapperPhase> = new Set(['cache', 'retry', 'adapter']);
+/** Phases allowed to call `next` several times: inside tracing, so every attempt is observed. */
+const MANY_PHASES: ReadonlySet<WrapperPhase> = new Set(['retry', 'adapter']);
+
+interface Layer extends WrapperLayer {
+  readonly call: (...args: unknown[]) => unknown;
+}
+
+/**
+ * Builds the model-call and tool-call onions of `middleware` (whose names are `names`). Layers are sorted by phase
+ * (`observe` outermost … `adapter` innermost), then by `order` (lower outer), then by registration (a stable sort).
+ *
+ * Throws {@link ConfigurationError} at construction for: an unknown phase, a non-numeric order, an invalid
+ * `nextCalls`, two wrappers of one call kind in the same exclusive phase (`cache`, `retry`, `adapter`), and a wrapper
+ * that calls `next` several times outside the `retry`/`adapter` phases (a retry outside tracing would hide attempts).
+ *
+ * At run time each layer is checked against its declaration: calling `next` more often than `nextCalls` allows, or
+ * completing without calling it when it declares `once`, fails with a `HookError` naming the wrapper, as does a
+ * wrapper that throws, errors, or returns something other than an Observable.
+ */
+export function composeWrappers(middleware: readonly Middleware[], names: readonly string[]): ComposedWrappers {
+  const build = (kind: WrapperName): Layer[] => {
+    const layers: (Layer & { index: number })[] = [];
+    middleware.forEach((m, index) => {
+      const fn = m[kind];
+      if (fn === undefined) return;
+      const name = names[index]!;
+      if (typeof fn !== 'function') throw new ConfigurationError(`middleware "${name}": ${kind} must be a function`);
+      const phase = m.phase ?? 'context';
+      if (!WRAPPER_PHASES.includes(phase)) {
+        throw new ConfigurationError(
+          `middleware "${name}": unknown phase ${JSON.stringify(phase)} (one of ${WRAPPER_PHASES.join(', ')})`,
+        );
+      }
+      const order = m.order ?? 0;
+      if (typeof order !== 'number' || !Number.isFinite(order))
+        throw new ConfigurationError(`middleware "${name}": order must be a finite number`);
+      const declared =
+        typeof m.nextCalls === 'object' ? m.nextCalls[kind === 'wrapModelCall' ? 'model' : 'tool'] : m.nextCalls;
+      const nextCalls = declared ?? 'once';
+      if (nextCalls !== 'once' && nextCalls !== 'at-most-once' && nextCalls !== 'many') {
+        throw new ConfigurationError(`middleware "${name}": nextCalls must be "once", "at-most-once" or "many"`);
+      }
+      if (nextCalls === 'many' && !MANY_PHASES.has(phase)) {
+        throw new ConfigurationError(
+          `middleware "${name}": its ${kind} calls next several times (nextCalls "many"), so it must sit inside tracing, ` +
+            `in phase "retry" or "adapter" (it has phase "${phase}")`,
+        );
+      }
+      layers.push({ name, phase, order, nextCalls, index, call: (fn as (...args: unknown[]) => unknown).bind(m) });
+    });
+    layers.sort(
+      (a, b) =>
+        WRAPPER_PHASES.indexOf(a.phase) - WRAPPER_PHASES.indexOf(b.phase) || a.order - b.order || a.index - b.index,
+    );
+    for (let i = 1; i < layers.length; i++) {
+      const [before, layer] = [layers[i - 1]!, layers[i]!];
+      if (layer.phase === before.phase && EXCLUSIVE_PHASES.has(layer.phase)) {
+        throw new ConfigurationError(
+          `middlewares "${before.name}" and "${layer.name}" both claim the exclusive "${layer.phase}" slot of ${kind}; keep one`,
+        );
+      }
+    }
+    return layers;
+  };
+
+  const model = build('wrapModelCall');
+  const tool = build('wrapToolCall');
+  const describe = (layers: Layer[]): WrapperLayer[] =>
+    layers.map(({ name, phase, order, nextCalls }) => ({ name, phase, order, nextCalls }));
+  return {
+    ...(model.length > 0 ? { wrapModelCall: onion(model, 'wrapModelCall') as ComposedModelCall } : {}),
+    ...(tool.length > 0 ? { wrapToolCall: onion(tool, 'wrapToolCall') as ComposedToolCall } : {}),
+    layers: { wrapModelCall: describe(model), wrapToolCall: describe(tool) },
+  };
+}
+
+/** The onion: layer 0 is outermost; the terminal `next` is the call itself. */
+function onion<TRequest, TValue, TContext>(layers: readonly Layer[], kind: WrapperName) {
+  return (
+    request: TRequest,
+    ctx: TContext,
+    terminal: (request: TRequest) => Observable<TValue>,
+  ): Observable<TValue> => {
+    const at = (depth: number, current: TRequest): Observable<TValue> =>
+      depth === layers.length
+        ? terminal(current)
+        : layer(layers[depth]!, kind, current, ctx, (next) => at(depth + 1, next));
+    return at(0, request);
+  };
+}
+
+/** One layer, checked against its declaration; its failures become a HookError naming it. */
+function layer<TRequest, TValue, TContext>(
+  wrapper: Layer,
+  kind: WrapperName,
+  request: TRequest,
+  ctx: TContext,
+  next: (request: TRequest) => Observable<TValue>,
+): Observable<TValue> {
+  const fail = (cause: unknown) =>
+    cause instanceof HookError
+      ? cause
+      : new HookError({
+          middleware: wrapper.name,
+          hook: kind,
+          phase: wrapper.phase,
+          inputHash: hashInput(describeInput(kind, request)),
+          cause,
+        });
+  return defer(() => {
+    let calls = 0;
+    const limit = wrapper.nextCalls === 'many' ? Infinity : 1;
+    const countedNext = (nextRequest: TRequest): Observable<TValue> => {
+      if (++calls > limit) {
+        throw fail(new Error(`called next ${calls} times but declares nextCalls "${wrapper.nextCalls}"`));
+      }
+      return next(nextRequest);
+    };
+    const output = wrapper.call(request, ctx, countedNext);
+    if (!isObservable(output))
+      throw new TypeError(`${kind} must return an Observable, got ${output === null ? 'null' : typeof output}`);
+    // Checked at completion: a wrapper declaring "once" must have called next by then.
+    return (output as Observable<TValue>).pipe(
+      concatWith(
+        defer(() =>
+          wrapper.nextCalls === 'once' && calls === 0
+            ? throwError(() => fail(new Error('completed without calling next but declares nextCalls "once"')))
+            : EMPTY,
+        ),
+      ),
+    );
+  }).pipe(catchError((error: unknown) => throwError(() => fail(error))));
+}
+
+/** What a wrapper failure's hash is computed from: the request without its provider or tool objects. */
+function describeInput(kind: WrapperName, request: unknown): unknown {
+  if (kind === 'wrapModelCall') {
+    const { model, messages, systemPrompt } = request as ModelRequest;
+    return { model: model.id, messages, systemPrompt };
+  }
+  const { toolCall, args } = request as ToolCallRequest;
+  return { toolCall, args };
+}

@@ -1,0 +1,97 @@
+/**
+ * Wrappers: middleware around the model call and around each tool call, composed as an onion.
+ * @module
+ */
+import type { Observable } from 'rxjs';
+import type { ToolCall } from '../types/content.js';
+import type { AssistantMessage, Message } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { Provider, StreamOptions, ToolChoice, ToolDefinition } from '../types/provider.js';
+import type { StreamEvent } from '../types/stream-events.js';
+import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
+import type { HookContext } from './types.js';
+
+/**
+ * Where a wrapper sits in the onion, outermost first: `observe` (tracing, metrics) → `guard` (policies, budgets) →
+ * `context` (request shaping) → `cache` → `retry` → `adapter` (model routing, fallback) → the call itself.
+ */
+export type WrapperPhase = 'observe' | 'guard' | 'context' | 'cache' | 'retry' | 'adapter';
+
+/** The phases, outermost first. */
+export const WRAPPER_PHASES: readonly WrapperPhase[] = ['observe', 'guard', 'context', 'cache', 'retry', 'adapter'];
+
+/**
+ * How many times a wrapper calls `next` per call it wraps — part of its declaration, checked at run time:
+ * `once` (exactly once: observe, transform), `at-most-once` (0 or 1: a cache that replaces the call on a hit), `many`
+ * (0 or more: retry, fallback; only allowed in the `retry` and `adapter` phases, inside tracing).
+ */
+export type NextCalls = 'once' | 'at-most-once' | 'many';
+
+/** What a model call sends: everything `provider.stream()` receives, and the provider itself (a fallback changes it). */
+export interface ModelRequest {
+  readonly provider: Provider;
+  readonly model: Model;
+  readonly messages: readonly Message[];
+  readonly systemPrompt: string;
+  readonly tools: readonly ToolDefinition[];
+  readonly toolChoice?: ToolChoice;
+  /** Request options (the run's signal is added to every attempt). */
+  readonly options?: Omit<StreamOptions, 'signal'>;
+}
+
+/** The context of `wrapModelCall`: the turn's context and the invocation's id (every attempt shares it). */
+export interface ModelCallContext extends HookContext {
+  readonly invocationId: string;
+}
+
+/** Calls the next layer (eventually the provider): a cold Observable of stream events; each subscription is an attempt. */
+export type ModelCallNext = (request: ModelRequest) => Observable<StreamEvent>;
+
+/** A tool call on its way to execution, after validation and `beforeToolCall`. */
+export interface ToolCallRequest {
+  readonly toolCall: ToolCall;
+  readonly tool: AnyAgentTool;
+  /** The validated arguments `execute` receives. */
+  readonly args: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * What executing a tool call produced. `error` is set when the tool threw (or its Promise or Observable failed):
+ * `result` then carries the error's message for the model.
+ */
+export interface ToolOutcome {
+  readonly result: AgentToolResult;
+  readonly isError: boolean;
+  readonly error?: unknown;
+}
+
+/** The context of `wrapToolCall`. */
+export interface ToolCallContext extends HookContext {
+  readonly invocationId: string;
+  readonly assistantMessage: AssistantMessage;
+}
+
+/** Executes the call through the next layer (eventually the tool): a cold Observable of its outcome. */
+export type ToolCallNext = (call: ToolCallRequest) => Observable<ToolOutcome>;
+
+/** The wrapper hooks of a middleware (see {@link Middleware}). */
+export interface Wrappers {
+  /** Where the middleware's wrappers sit in the onion (default `context`). */
+  readonly phase?: WrapperPhase;
+  /** Position within the phase, lower outer (default 0); ties keep registration order. */
+  readonly order?: number;
+  /** How many times the wrappers call `next` (default `once`); one value for both, or per wrapper. */
+  readonly nextCalls?: NextCalls | { readonly model?: NextCalls; readonly tool?: NextCalls };
+  /**
+   * Wraps every model call: return a cold Observable of stream events, usually built on `next(request)`. Call `next`
+   * as your declaration says; every subscription to what it returns is a new attempt (a new `attemptId`). Failures of
+   * the call are `error` events, not Observable errors: an Observable error (or a throw) is a bug of the wrapper and
+   * ends the run with a `HookError`.
+   */
+  wrapModelCall?(request: ModelRequest, ctx: ModelCallContext, next: ModelCallNext): Observable<StreamEvent>;
+  /**
+   * Wraps every tool execution (after validation and `beforeToolCall`, before `afterToolCall`): return a cold
+   * Observable of the outcome, usually `next(call)`.
+   */
+  wrapToolCall?(call: ToolCallRequest, ctx: ToolCallContext, next: ToolCallNext): Observable<ToolOutcome>;
+}

@@ -1,0 +1,420 @@
+// Wrappers end to end through the Agent: retry, fallback, cache, declarations, deadlines.
+import { Observable, type Subscription } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  Agent,
+  cache,
+  ConfigurationError,
+  defineTool,
+  fallback,
+  MessageAssembler,
+  retry,
+  textOf,
+  type AgentEvent,
+  type AssistantMessage,
+  type Message,
+  type Model,
+  type ModelAttemptEvent,
+  type ModelFallbackEvent,
+  type Provider,
+  type StreamEvent,
+  type ToolResultMessage,
+} from 'cubepi';
+import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
+import { expectConsistentTranscript, resultText, tick } from './helpers.js';
+
+const fast = { backoff: { initialMs: 1, jitter: 0 } } as const;
+const transient = (kind: 'rate_limited' | 'unavailable', retryAfterMs?: number) =>
+  fauxMessage([], {
+    stopReason: 'error',
+    errorKind: kind,
+    errorMessage: `${kind}!`,
+    ...(retryAfterMs ? { retryAfterMs } : {}),
+  });
+
+function record(agent: Agent): AgentEvent[] {
+  const events: AgentEvent[] = [];
+  agent.subscribe((e) => void events.push(e));
+  return events;
+}
+
+describe('retry', () => {
+  it('re-sends a call that failed transiently before any content; each attempt has its own id under one invocation', async () => {
+    const faux = new FauxProvider({
+      responses: [transient('rate_limited'), transient('unavailable'), fauxMessage('third time lucky')],
+    });
+    const agent = new Agent({ provider: faux, model: 'faux', middleware: [retry({ maxAttempts: 3, ...fast })] });
+    const events = record(agent);
+    const added = await agent.prompt('go');
+    expect(faux.callCount).toBe(3);
+    expect(added.map((m) => `${m.role}:${textOf(m)}`)).toEqual(['user:go', 'assistant:third time lucky']); // failed attempts are not messages
+    const attempts = events.filter((e): e is ModelAttemptEvent => e.type === 'model_attempt');
+    expect(attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
+    expect(new Set(attempts.map((a) => a.invocationId)).size).toBe(1);
+    expect(new Set(attempts.map((a) => a.attemptId)).size).toBe(3);
+    expect(events.filter((e) => e.type === 'message_start' && e.message.role === 'assistant')).toHaveLength(1);
+  });
+
+  it('honours retryAfterMs', async () => {
+    const faux = new FauxProvider({ responses: [transient('rate_limited', 40), fauxMessage('ok')] });
+    const agent = new Agent({
+      provider: faux,
+      model: 'faux',
+      middleware: [retry({ backoff: { initialMs: 1, jitter: 0 } })],
+    });
+    const events = record(agent);
+    const started: number[] = [];
+    agent.subscribe((e) => void (e.type === 'model_attempt' && started.push(Date.now())));
+    await agent.prompt('go');
+    expect(events.filter((e) => e.type === 'model_attempt')).toHaveLength(2);
+    expect(started[1]! - started[0]!).toBeGreaterThanOrEqual(39);
+  });
+
+  it('never replays a stream that already produced text: the error is kept', async () => {
+    const failedMidway = fauxMessage('partial answer', {
+      stopReason: 'error',
+      errorKind: 'unavailable',
+      errorMessage: 'connection reset',
+    });
+    const faux = new FauxProvider({ responses: [failedMidway, fauxMessage('never')] });
+    const agent = new Agent({ provider: faux, model: 'faux', middleware: [retry(fast)] });
+    const added = await agent.prompt('go');
+    expect(faux.callCount).toBe(1);
+    expect(added.at(-1)).toMatchObject({
+      stopReason: 'error',
+      errorMessage: 'connection reset',
+      content: [{ type: 'text', text: 'partial answer' }],
+    });
+  });
+
+  it('does not retry errors that are not transient', async () => {
+    const faux = new FauxProvider({
+      responses: [fauxMessage([], { stopReason: 'error', errorKind: 'auth' }), fauxMessage('never')],
+    });
+    await new Agent({ provider: faux, model: 'faux', middleware: [retry(fast)] }).prompt('go');
+    expect(faux.callCount).toBe(1);
+  });
+
+  it('a deadline during a backoff wait cancels the run at once', async () => {
+    const faux = new FauxProvider({ responses: [transient('rate_limited', 5_000), fauxMessage('never')] });
+    const agent = new Agent({
+      provider: faux,
+      model: 'faux',
+      deadlineMs: 30,
+      middleware: [retry({ backoff: { maxMs: 60_000 } })],
+    });
+    const started = Date.now();
+    const added = await agent.prompt('go');
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(faux.callCount).toBe(1);
+    expect(added.at(-1)).toMatchObject({
+      stopReason: 'aborted',
+      errorMessage: 'Run aborted: deadline of 30 ms exceeded',
+    });
+  });
+
+  it('gives up when the provider asks to wait longer than backoff.maxMs', async () => {
+    const faux = new FauxProvider({ responses: [transient('rate_limited', 120_000), fauxMessage('never')] });
+    const added = await new Agent({
+      provider: faux,
+      model: 'faux',
+      middleware: [retry({ backoff: { maxMs: 1_000 } })],
+    }).prompt('go');
+    expect(faux.callCount).toBe(1);
+    expect(added.at(-1)).toMatchObject({ stopReason: 'error', errorKind: 'rate_limited', retryAfterMs: 120_000 });
+  });
+
+  it('retries an idempotent tool that threw, never one that is not', async () => {
+    let flakyRuns = 0;
+    let unsafeRuns = 0;
+    const flaky = defineTool({
+      name: 'flaky',
+      description: 'd',
+      parameters: z.object({}),
+      idempotent: true,
+      execute: () => {
+        if (++flakyRuns === 1) throw new Error('socket hang up');
+        return 'read ok';
+      },
+    });
+    const unsafe = defineTool({
+      name: 'unsafe',
+      description: 'd',
+      parameters: z.object({}),
+      execute: () => {
+        unsafeRuns++;
+        throw new Error('payment gateway timeout');
+      },
+    });
+    const faux = new FauxProvider({
+      responses: [
+        fauxMessage([fauxToolCall('flaky', {}, { id: 'f' }), fauxToolCall('unsafe', {}, { id: 'u' })]),
+        fauxMessage('done'),
+      ],
+    });
+    const agent = new Agent({ provider: faux, model: 'faux', tools: [flaky, unsafe], middleware: [retry(fast)] });
+    const added = await agent.prompt('go');
+    expect([flakyRuns, unsafeRuns]).toEqual([2, 1]);
+    const results = added.filter((m): m is ToolResultMessage => m.role === 'toolResult');
+    expect(results.map((r) => [r.toolCallId, r.isError, resultText(r)])).toEqual([
+      ['f', false, 'read ok'],
+      ['u', true, 'payment gateway timeout'],
+    ]);
+  });
+});
+
+describe('fallback', () => {
+  const modelB: Model = { id: 'model-b', provider: 'faux-b', input: ['text'] };
+
+  it('moves a failing call to the next model before any content; the answering model is recorded, with a model_fallback event', async () => {
+    const primary = new FauxProvider({ id: 'faux-a', responses: [transient('unavailable')] });
+    const backup = new FauxProvider({ id: 'faux-b', responses: [fauxMessage('answer from B')] });
+    const agent = new Agent({
+      provider: primary,
+      model: 'model-a',
+      middleware: [fallback([{ provider: backup, model: modelB }])],
+    });
+    const events = record(agent);
+    const added = await agent.prompt('go');
+    expect(added.at(-1)).toMatchObject({
+      role: 'assistant',
+      provider: 'faux-b',
+      model: 'model-b',
+      content: [{ type: 'text', text: 'answer from B' }],
+    });
+    const moved = events.find((e): e is ModelFallbackEvent => e.type === 'model_fallback');
+    expect(moved).toMatchObject({
+      from: { provider: 'faux-a', model: 'model-a' },
+      to: { provider: 'faux-b', model: 'model-b' },
+      reason: 'unavailable!',
+    });
+    expect(trace(events)).toEqual(['model_attempt', 'model_fallback', 'model_attempt']);
+  });
+
+  it('skips a target that cannot serve the request (images for a text-only model)', async () => {
+    const primary = new FauxProvider({ id: 'faux-a', responses: [transient('unavailable')] });
+    const textOnly = new FauxProvider({ id: 'text-only', responses: [fauxMessage('never')] });
+    const vision = new FauxProvider({ id: 'vision', responses: [fauxMessage('I see a cat')] });
+    const agent = new Agent({
+      provider: primary,
+      model: 'model-a',
+      middleware: [
+        fallback([
+          { provider: textOnly, model: { id: 'text-1', provider: 'text-only' } },
+          { provider: vision, model: { id: 'vision-1', provider: 'vision', input: ['text', 'image'] } },
+        ]),
+      ],
+    });
+    const photo: Message = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image', data: 'aGk=', mimeType: 'image/png' },
+      ],
+      timestamp: 1,
+    };
+    const added = await agent.prompt(photo);
+    expect(textOnly.callCount).toBe(0);
+    expect(added.at(-1)).toMatchObject({ provider: 'vision', model: 'vision-1' });
+  });
+
+  it('keeps the last error when every target failed', async () => {
+    const a = new FauxProvider({ id: 'a', responses: [transient('unavailable')] });
+    const b = new FauxProvider({ id: 'b', responses: [transient('rate_limited')] });
+    const added = await new Agent({
+      provider: a,
+      model: 'm',
+      middleware: [fallback([{ provider: b, model: { id: 'mb', provider: 'b' } }])],
+    }).prompt('go');
+    expect(added.at(-1)).toMatchObject({ stopReason: 'error', errorKind: 'rate_limited', provider: 'b' });
+  });
+
+  it('composes with retry: each retry attempt walks the fallback chain', async () => {
+    const a = new FauxProvider({ id: 'a', responses: [transient('unavailable'), fauxMessage('a recovered')] });
+    const b = new FauxProvider({ id: 'b', responses: [transient('unavailable')] });
+    const agent = new Agent({
+      provider: a,
+      model: 'm',
+      middleware: [fallback([{ provider: b, model: { id: 'mb', provider: 'b' } }]), retry(fast)],
+    });
+    expect(agent.describeMiddleware().wrapModelCall.runs).toEqual(['retry', 'fallback']);
+    const added = await agent.prompt('go');
+    expect(textOf(added.at(-1)!)).toBe('a recovered');
+  });
+});
+
+describe('cache', () => {
+  it('answers an identical request from the store without calling the model; errors are never stored', async () => {
+    const store = new Map<string, AssistantMessage>();
+    const make = (faux: FauxProvider) =>
+      new Agent({ provider: faux, model: 'faux', systemPrompt: 's', middleware: [cache({ store })] });
+
+    const failing = new FauxProvider({ responses: [transient('unavailable')] });
+    await make(failing).prompt('What is 2+2?');
+    expect(store.size).toBe(0);
+
+    const first = new FauxProvider({ responses: [fauxMessage('4')] });
+    await make(first).prompt('What is 2+2?');
+    expect(store.size).toBe(1);
+
+    const second = new FauxProvider({ responses: [fauxMessage('never')] });
+    const added = await make(second).prompt('What is 2+2?');
+    expect(second.callCount).toBe(0);
+    expect(textOf(added.at(-1)!)).toBe('4');
+    expect((added.at(-1) as AssistantMessage).usage.totalTokens).toBe(0);
+
+    const different = new FauxProvider({ responses: [fauxMessage('6')] });
+    await make(different).prompt('What is 3+3?');
+    expect(different.callCount).toBe(1);
+  });
+});
+
+describe('wrapToolCall', () => {
+  it('wraps each execution between beforeToolCall and afterToolCall, and may replace it', async () => {
+    const order: string[] = [];
+    let executed = 0;
+    const lookup = defineTool({
+      name: 'lookup',
+      description: 'd',
+      parameters: z.object({ q: z.string() }),
+      execute: (_id, { q }) => (executed++, `fresh ${q}`),
+    });
+    const memo = new Map<string, string>([['cached', 'from memo']]);
+    const faux = new FauxProvider({
+      responses: [
+        fauxMessage([
+          fauxToolCall('lookup', { q: 'cached' }, { id: 'c' }),
+          fauxToolCall('lookup', { q: 'new' }, { id: 'n' }),
+        ]),
+        fauxMessage('ok'),
+      ],
+    });
+    const agent = new Agent({
+      provider: faux,
+      model: 'faux',
+      tools: [lookup],
+      beforeToolCall: ({ toolCall }) => void order.push(`before ${toolCall.id}`),
+      afterToolCall: ({ toolCall }) => void order.push(`after ${toolCall.id}`),
+      middleware: [
+        {
+          name: 'memo',
+          phase: 'cache',
+          nextCalls: 'at-most-once',
+          wrapToolCall: (call, _ctx, next) => {
+            order.push(`wrap ${call.toolCall.id}`);
+            const hit = memo.get(String(call.args.q));
+            return hit === undefined
+              ? next(call)
+              : new Observable(
+                  (s) => (s.next({ result: { content: [{ type: 'text', text: hit }] }, isError: false }), s.complete()),
+                );
+          },
+        },
+      ],
+    });
+    const added = await agent.prompt('go');
+    expect(executed).toBe(1);
+    expect(added.filter((m): m is ToolResultMessage => m.role === 'toolResult').map(resultText)).toEqual([
+      'from memo',
+      'fresh new',
+    ]);
+    expect(order.slice(0, 2)).toEqual(['before c', 'before n']);
+    expect(order.indexOf('wrap c')).toBeLessThan(order.indexOf('after c'));
+  });
+
+  it('a wrapper that breaks its declaration ends the run with a HookError, the transcript consistent', async () => {
+    const faux = new FauxProvider({ responses: [fauxMessage([fauxToolCall('noop', {}, { id: 'x' })])] });
+    const noop = defineTool({ name: 'noop', description: 'd', parameters: z.object({}), execute: () => 'ok' });
+    const agent = new Agent({
+      provider: faux,
+      model: 'faux',
+      tools: [noop],
+      middleware: [{ name: 'greedy', wrapToolCall: (call, _ctx, next) => (next(call), next(call)) }],
+    });
+    await expect(agent.prompt('go')).rejects.toMatchObject({
+      middleware: 'greedy',
+      hook: 'wrapToolCall',
+      phase: 'context',
+    });
+    expectConsistentTranscript(agent.state.messages);
+  });
+});
+
+describe('wrappers and cancellation', () => {
+  it('the signal reaches wrappers, and cancelling tears the layers down', async () => {
+    let seen: AbortSignal | undefined;
+    let inner: Subscription | undefined;
+    let tornDown = false;
+    const stalled: Provider = {
+      id: 'stalled',
+      stream: (model) =>
+        new Observable<StreamEvent>((subscriber) => {
+          const asm = new MessageAssembler({ provider: 'stalled', model: model.id });
+          subscriber.next(asm.start());
+          return () => (tornDown = true);
+        }),
+    };
+    const agent = new Agent({
+      provider: stalled,
+      model: 'm',
+      middleware: [
+        {
+          name: 'watch',
+          phase: 'observe',
+          wrapModelCall: (req, ctx, next) => {
+            seen = ctx.signal;
+            return new Observable<StreamEvent>((s) => {
+              inner = next(req).subscribe(s);
+              return () => inner?.unsubscribe();
+            });
+          },
+        },
+      ],
+    });
+    const run = agent.prompt('go');
+    await tick(5);
+    agent.abort();
+    await run;
+    expect(seen?.aborted).toBe(true);
+    expect(inner?.closed).toBe(true);
+    expect(tornDown).toBe(true);
+  });
+});
+
+describe('configuration', () => {
+  it('the Agent rejects wrapper misconfiguration at construction', () => {
+    const make = (middleware: ConstructorParameters<typeof Agent>[0]['middleware']) => () =>
+      new Agent({ provider: new FauxProvider(), model: 'faux', middleware });
+    expect(make([retry(), retry({ name: 'retry2' })])).toThrow(ConfigurationError);
+    expect(make([{ name: 'x', phase: 'guard', nextCalls: 'many', wrapModelCall: (r, _c, n) => n(r) }])).toThrow(
+      /inside tracing/,
+    );
+    expect(make([{ name: 'x', order: Number.NaN, wrapModelCall: (r, _c, n) => n(r) }])).toThrow(
+      /order must be a finite number/,
+    );
+    expect(() => retry({ maxAttempts: 0 })).toThrow(ConfigurationError);
+    expect(() => fallback([])).toThrow(/at least one target/);
+  });
+
+  it('describeMiddleware shows the onion with phases', () => {
+    const agent = new Agent({
+      provider: new FauxProvider(),
+      model: 'faux',
+      middleware: [
+        fallback([{ provider: new FauxProvider({ id: 'b' }), model: { id: 'b', provider: 'b' } }]),
+        cache({ store: new Map() }),
+        retry(),
+      ],
+    });
+    expect(agent.describeMiddleware().wrapModelCall.layers.map((l) => `${l.name}:${l.phase}:${l.nextCalls}`)).toEqual([
+      'cache:cache:at-most-once',
+      'retry:retry:many',
+      'fallback:adapter:many',
+    ]);
+  });
+});
+
+function trace(events: readonly AgentEvent[]): string[] {
+  return events.filter((e) => e.type === 'model_attempt' || e.type === 'model_fallback').map((e) => e.type);
+}
