@@ -16,6 +16,7 @@ export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.j
 export type { RunSettings } from './agent/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
 export { MessageAssembler, type MessageAssemblerInit } from './providers/message-assembler.js';
+export { findModel, MODELS, modelPricing, sameModel } from './providers/model-table.js';
 export { parsePartialJson, parseToolArguments, type ToolArgumentsParse } from './providers/partial-json.js';
 export {
   composeMiddleware,

@@ -33,6 +33,18 @@ describe('package entry points', () => {
     }
   });
 
+  it('resolves the provider entry points, each loading only its own SDK', async () => {
+    const script = `
+      const anthropic = await import('cubepi/providers/anthropic');
+      const openai = await import('cubepi/providers/openai');
+      console.log(JSON.stringify([typeof anthropic.AnthropicProvider, typeof openai.OpenAIProvider, typeof openai.OpenAIResponsesProvider]));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function']);
+    for (const types of ['dist/src/providers/anthropic.d.ts', 'dist/src/providers/openai.d.ts']) {
+      expect(existsSync(`${root}/${types}`), types).toBe(true);
+    }
+  });
+
   it('keeps vendor SDKs and database drivers out of the core entry points', async () => {
     // A resolve hook records every bare specifier the three entry points pull in, however deep.
     const dir = mkdtempSync(join(tmpdir(), 'cubepi-imports-'));

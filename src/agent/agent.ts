@@ -22,6 +22,7 @@ import type { AssistantMessage, Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { AnyAgentTool } from '../types/tool.js';
+import { findModel } from '../providers/model-table.js';
 import { isPromiseLike } from './drive.js';
 import { checkMessage, toMessage, toMessages } from './input.js';
 import { runAgentLoop } from './run-agent-loop.js';
@@ -512,9 +513,14 @@ function pickHooks(options: AgentOptions): AgentHooks {
   return hooks as AgentHooks;
 }
 
-/** A model id becomes a model of `provider`; a Model is taken as it is. */
+/**
+ * A model id becomes a model of `provider`, with the facts of the model table when it knows the id (prices, limits,
+ * capabilities: see `findModel`); a `Model` is taken as it is.
+ */
 export function resolveModel(model: Model | string, provider: Provider): Model {
-  return typeof model === 'string' ? { id: model, provider: provider.id } : model;
+  if (typeof model !== 'string') return model;
+  const known = findModel(model);
+  return known === undefined ? { id: model, provider: provider.id } : { ...known, provider: provider.id };
 }
 
 function validateAgentOptions(options: AgentOptions): void {

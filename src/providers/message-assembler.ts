@@ -104,8 +104,21 @@ export class MessageAssembler {
   /** Appends text to the block at `contentIndex`. */
   textDelta(contentIndex: number, delta: string): TextDeltaEvent {
     const block = this.blockAt(contentIndex, 'text');
-    this.replace(contentIndex, { type: 'text', text: block.text + delta });
+    const text = block.text + delta;
+    this.replace(
+      contentIndex,
+      block.signature === undefined ? { type: 'text', text } : { type: 'text', text, signature: block.signature },
+    );
     return { type: 'text_delta', contentIndex, delta, partial: this.current };
+  }
+
+  /**
+   * Sets the provider's replay data on the text block at `contentIndex` (see `TextContent.signature`). No event: it
+   * shows on the next snapshot and on the final message.
+   */
+  setTextSignature(contentIndex: number, signature: string): void {
+    const block = this.blockAt(contentIndex, 'text');
+    this.replace(contentIndex, { type: 'text', text: block.text, signature });
   }
 
   /** Closes the text block at `contentIndex`. */

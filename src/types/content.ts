@@ -7,6 +7,12 @@
 export interface TextContent {
   readonly type: 'text';
   readonly text: string;
+  /**
+   * Provider data replayed with the block on the next request, opaque to everyone else. OpenAI Responses stores the
+   * id of the output message item here: a replayed reasoning item must be followed by the item it produced, by id.
+   * Dropped when the transcript is sent to another provider.
+   */
+  readonly signature?: string;
 }
 
 /**

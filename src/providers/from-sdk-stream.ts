@@ -1,0 +1,140 @@
+/**
+ * The one skeleton every SDK-backed provider shares: a request as a cold, cancellable Observable of stream events.
+ * @module
+ */
+import { Observable } from 'rxjs';
+import { errorMessageOf } from '../types/errors.js';
+import type { StreamEvent, TerminalStreamEvent } from '../types/stream-events.js';
+import { classifyError, type SdkErrorClasses } from './classify-error.js';
+import { MessageAssembler } from './message-assembler.js';
+
+/**
+ * Maps one API's wire events onto {@link MessageAssembler} calls. A fresh mapper serves each request; the provider
+ * files implement only this, the skeleton ({@link fromSdkStream}) does the rest.
+ */
+export interface WireMapper<TEvent> {
+  /** Reads ids from the first wire event (response id, precise model), just before `start` is emitted. */
+  identify?(event: TEvent): void;
+  /**
+   * Maps one wire event, passing the stream events it produces to `emit`. Returns the terminal event when the wire
+   * says the response is over (then the stream ends without reading further).
+   */
+  map(event: TEvent, emit: (event: StreamEvent) => void): TerminalStreamEvent | undefined;
+  /** The wire ended cleanly without `map` returning a terminal event: the terminal event to emit. */
+  end(): TerminalStreamEvent;
+}
+
+/** What {@link fromSdkStream} needs to know about one request. */
+export interface SdkStreamSpec<TEvent> {
+  /** The provider id stamped on the message. */
+  readonly provider: string;
+  /** The model id stamped on the message (until the wire reports a more precise one). */
+  readonly model: string;
+  /** The API's name, for error messages (`Anthropic`, `OpenAI Chat Completions`). */
+  readonly api: string;
+  /** The caller's `StreamOptions.signal`. */
+  readonly signal?: AbortSignal;
+  /** Sends the request with `signal`; resolves once the response headers arrived, to the stream of wire events. */
+  readonly open: (signal: AbortSignal) => PromiseLike<AsyncIterable<TEvent>>;
+  /** A mapper for this request, writing into `asm`. */
+  readonly mapper: (asm: MessageAssembler) => WireMapper<TEvent>;
+  /** The SDK's error classes, to classify what it throws. */
+  readonly errors: SdkErrorClasses;
+}
+
+/**
+ * A cold Observable of one model call through a vendor SDK. Subscribing sends the request; each wire event is mapped
+ * synchronously onto stream events; exactly one terminal `done` or `error` follows, then completion.
+ *
+ * - **Failures are values.** An HTTP error, a dropped connection, a chunk that is not JSON, a wire event the mapper
+ *   cannot place, a stream that ends without its terminal event: each becomes the terminal `error` event, classified
+ *   ({@link classifyError}), with the content received so far kept.
+ * - **Unsubscribing** aborts the request (the HTTP connection closes, also while waiting for the first byte) and
+ *   nothing more is emitted.
+ * - **`signal` aborting** while subscribed aborts the request too, and ends the stream at once with an `error` event
+ *   whose `stopReason` is `aborted`. An already aborted signal sends no request.
+ *
+ * Used by every built-in SDK provider; handy for a provider of your own over another Stainless-style SDK.
+ */
+export function fromSdkStream<TEvent>(spec: SdkStreamSpec<TEvent>): Observable<StreamEvent> {
+  return new Observable<StreamEvent>((subscriber) => {
+    const controller = new AbortController();
+    const external = spec.signal;
+    const asm = new MessageAssembler({ provider: spec.provider, model: spec.model });
+    let finished = false;
+    let started = false;
+
+    const finish = (event: TerminalStreamEvent): void => {
+      if (finished) return;
+      finished = true;
+      external?.removeEventListener('abort', onExternalAbort);
+      if (!started && event.type === 'done') subscriber.next(asm.start());
+      subscriber.next(event);
+      subscriber.complete();
+      // Releases the connection when the terminal event came before the server closed it.
+      controller.abort();
+    };
+    const emit = (event: StreamEvent): void => {
+      if (!finished) subscriber.next(event);
+    };
+    const fail = (error: unknown): void => {
+      const { kind, message, retryAfterMs } = classifyError(error, spec.errors);
+      finish(asm.error(kind, message, retryAfterMs));
+    };
+    function onExternalAbort(): void {
+      finish(asm.error('aborted', 'Request aborted'));
+    }
+
+    const run = async (): Promise<void> => {
+      let iterator: AsyncIterator<TEvent>;
+      try {
+        iterator = (await spec.open(controller.signal))[Symbol.asyncIterator]();
+      } catch (error) {
+        if (!controller.signal.aborted) fail(error);
+        return;
+      }
+      try {
+        const mapper = spec.mapper(asm);
+        for (;;) {
+          let step: IteratorResult<TEvent>;
+          try {
+            step = await iterator.next();
+          } catch (error) {
+            if (!controller.signal.aborted) fail(error);
+            return;
+          }
+          // The SDKs' iterators end quietly when aborted: only the signal tells an abort from a clean end.
+          if (controller.signal.aborted) return;
+          if (step.done) return finish(mapper.end());
+          if (!started) {
+            started = true;
+            mapper.identify?.(step.value);
+            subscriber.next(asm.start());
+          }
+          const terminal = mapper.map(step.value, emit);
+          if (terminal !== undefined) return finish(terminal);
+          if (finished) return;
+        }
+      } catch (error) {
+        // The mapper (or the assembler under it) rejected a wire event: unexpected data from the server, not a bug
+        // worth crashing the caller's run for.
+        finish(asm.error('unknown', `Unexpected ${spec.api} stream event: ${errorMessageOf(error)}`));
+      } finally {
+        // Lets the SDK's generator run its own cleanup when we stopped reading before its end.
+        iterator.return?.().then(undefined, () => undefined);
+      }
+    };
+
+    if (external?.aborted) {
+      onExternalAbort();
+      return;
+    }
+    external?.addEventListener('abort', onExternalAbort, { once: true });
+    void run();
+    return () => {
+      finished = true;
+      external?.removeEventListener('abort', onExternalAbort);
+      controller.abort();
+    };
+  });
+}

@@ -1,0 +1,78 @@
+/**
+ * OpenAI Chat Completions (and every OpenAI-compatible server) as a cubepi provider.
+ * @module
+ */
+import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import type OpenAI from 'openai';
+import type { Observable } from 'rxjs';
+import { ConfigurationError } from '../types/errors.js';
+import type { Message } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { Provider, StreamRequest } from '../types/provider.js';
+import type { StreamEvent } from '../types/stream-events.js';
+import { createOpenAIClient, type OpenAIClientOptions } from './create-openai-client.js';
+import { fromSdkStream } from './from-sdk-stream.js';
+import { buildCompletionsRequest } from './openai-completions-request.js';
+import { completionsWireMapper } from './openai-completions-wire-mapper.js';
+
+/** Options of {@link OpenAIProvider}. */
+export interface OpenAIProviderOptions extends OpenAIClientOptions {
+  /** The provider id stamped on messages; `openai` by default (name a compatible server after itself: `ollama`). */
+  readonly id?: string;
+  /**
+   * The request field that carries `StreamOptions.maxTokens`: `max_completion_tokens` (default; OpenAI's, required
+   * by its reasoning models) or `max_tokens` (older OpenAI-compatible servers).
+   */
+  readonly maxTokensField?: 'max_completion_tokens' | 'max_tokens';
+}
+
+/**
+ * The OpenAI Chat Completions API as a cubepi {@link Provider}, for OpenAI and for any OpenAI-compatible server
+ * (`baseURL`): text, parallel tool calls, refusals, usage with cached and reasoning tokens, images in user messages,
+ * and the reasoning streams of compatible servers (`reasoning_content`, `reasoning`) as thinking.
+ *
+ * `stream()` is cold: subscribing sends one request, unsubscribing aborts it (also while waiting for the first byte).
+ * Every failure is the terminal `error` event, classified, with the content received so far. If a server returns
+ * several choices (`n > 1`), only choice 0 becomes the message.
+ *
+ * Per-request options (`StreamOptions`): `signal`, `maxTokens`, `temperature`, `reasoningEffort` (`minimal` … `high`,
+ * for reasoning models). Reasoning models' own thinking is not replayed (Chat Completions has no field for it); use
+ * {@link OpenAIResponsesProvider} to keep OpenAI reasoning across turns.
+ *
+ * @example
+ * const openai = new OpenAIProvider();                                                   // OPENAI_API_KEY
+ * const ollama = new OpenAIProvider({ id: 'ollama', baseURL: 'http://localhost:11434/v1', apiKey: 'ollama' });
+ */
+export class OpenAIProvider implements Provider {
+  readonly id: string;
+  private readonly client: OpenAI;
+  private readonly maxTokensField: 'max_completion_tokens' | 'max_tokens';
+
+  /** Throws {@link ConfigurationError} for a missing API key or invalid options. */
+  constructor(options: OpenAIProviderOptions = {}) {
+    this.id = options.id ?? 'openai';
+    const field = options.maxTokensField ?? 'max_completion_tokens';
+    if (field !== 'max_completion_tokens' && field !== 'max_tokens') {
+      throw new ConfigurationError('OpenAIProvider: maxTokensField must be "max_completion_tokens" or "max_tokens"');
+    }
+    this.maxTokensField = field;
+    this.client = createOpenAIClient(options, 'OpenAIProvider');
+  }
+
+  /** Streams the model's answer to `messages` (see the class comment for the contract). */
+  stream(model: Model, messages: readonly Message[], request: StreamRequest = {}): Observable<StreamEvent> {
+    return fromSdkStream({
+      provider: this.id,
+      model: model.id,
+      api: 'OpenAI Chat Completions',
+      ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
+      open: (signal) =>
+        this.client.chat.completions.create(
+          buildCompletionsRequest(model, messages, request, { provider: this.id, maxTokensField: this.maxTokensField }),
+          { signal },
+        ),
+      mapper: (asm) => completionsWireMapper(asm, model),
+      errors: { APIError, APIConnectionError, APIUserAbortError },
+    });
+  }
+}

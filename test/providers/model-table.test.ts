@@ -1,0 +1,57 @@
+// The model table: lookups by id, alias and dated snapshot, and which prices a call is charged with.
+import { describe, expect, it } from 'vitest';
+import { findModel, modelPricing, MODELS, sameModel, type Model } from 'cubepi';
+
+describe('the model table', () => {
+  it('every row is a complete, frozen Model of a known provider with non-negative prices', () => {
+    expect(MODELS.length).toBeGreaterThan(20);
+    expect(Object.isFrozen(MODELS)).toBe(true);
+    expect(new Set(MODELS.map((m) => m.id)).size).toBe(MODELS.length);
+    for (const model of MODELS) {
+      expect(Object.isFrozen(model), model.id).toBe(true);
+      expect(['anthropic', 'openai']).toContain(model.provider);
+      expect(model.contextWindow).toBeGreaterThan(model.maxTokens!);
+      expect(model.input).toContain('text');
+      expect(typeof model.reasoning).toBe('boolean');
+      for (const price of Object.values(model.cost!)) expect(price).toBeGreaterThanOrEqual(0);
+      expect(model.cost!.output, model.id).toBeGreaterThan(model.cost!.input);
+    }
+  });
+
+  it('finds a model by id, by alias, and by dated snapshot, carrying the id that was asked for', () => {
+    expect(findModel('claude-sonnet-5-5')).toMatchObject({ provider: 'anthropic', cost: { input: 2, output: 10 } });
+    expect(findModel('claude-sonnet-4-5-20250929')).toMatchObject({
+      id: 'claude-sonnet-4-5-20250929',
+      name: 'Claude Sonnet 4.5',
+    });
+    expect(findModel('gpt-4o-2024-08-06')).toMatchObject({
+      id: 'gpt-4o-2024-08-06',
+      provider: 'openai',
+      cost: { input: 2.5 },
+    });
+    expect(findModel('gpt-5.4-2026-03-05')).toMatchObject({ id: 'gpt-5.4-2026-03-05', name: 'GPT-5.4' });
+    expect(findModel('claude-sonnet-4-6')).toBe(MODELS.find((m) => m.id === 'claude-sonnet-4-6'));
+    expect(findModel('llama3.1:8b')).toBeUndefined();
+    expect(findModel('gpt-4o-mini-2024-07-18')?.name).toBe('GPT-4o mini');
+  });
+
+  it('sameModel: an alias and its snapshot are the same model; different models are not', () => {
+    expect(sameModel('claude-sonnet-4-5', 'claude-sonnet-4-5-20250929')).toBe(true);
+    expect(sameModel('gpt-5', 'gpt-5-2025-08-07')).toBe(true);
+    expect(sameModel('my-model-20250101', 'my-model')).toBe(true);
+    expect(sameModel('claude-sonnet-4-5', 'claude-opus-4-5')).toBe(false);
+    expect(sameModel('gpt-5', 'gpt-5-mini')).toBe(false);
+  });
+
+  it('prices a call with the caller’s cost first, then the table by requested id, then by the reported id', () => {
+    const custom: Model = {
+      id: 'gpt-4o',
+      provider: 'openai',
+      cost: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 },
+    };
+    expect(modelPricing(custom)).toBe(custom);
+    expect(modelPricing({ id: 'gpt-4o', provider: 'openai' })?.cost?.input).toBe(2.5);
+    expect(modelPricing({ id: 'my-alias', provider: 'openai' }, 'gpt-4.1-2025-04-14')?.cost?.input).toBe(2);
+    expect(modelPricing({ id: 'local', provider: 'ollama' }, 'llama')).toBeUndefined();
+  });
+});
