@@ -2,6 +2,7 @@
  * `cubepi/operators`: the RxJS operators cubepi is built from, public so users can compose and marble-test them.
  * @module
  */
+export { appendToCheckpoint, type AppendToCheckpointOptions, type CheckpointWriter } from './append-to-checkpoint.js';
 export { chainHooks } from './chain-hooks.js';
 export { executeToolCalls, type IndexedOutcome } from './execute-tool-calls.js';
 export { finalMessage } from './final-message.js';

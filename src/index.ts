@@ -135,3 +135,23 @@ export {
   type HookErrorDetails,
   type HookName,
 } from './types/errors.js';
+
+// Checkpointing: the contract, the in-memory backend and the errors of every backend (SQLite and PostgreSQL have their
+// own entry points, so their drivers are never loaded by `cubepi`).
+export type {
+  AppendOptions,
+  AppendResult,
+  CheckpointData,
+  Checkpointer,
+  ListThreadsOptions,
+  ThreadInfo,
+} from './checkpoint/checkpointer.js';
+export { MemoryCheckpointer } from './checkpoint/memory.js';
+export {
+  CheckpointCorruptionError,
+  CheckpointError,
+  CheckpointSchemaError,
+  ThreadConflictError,
+  type CheckpointErrorDetails,
+  type CheckpointOperation,
+} from './types/errors.js';

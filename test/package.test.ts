@@ -33,6 +33,17 @@ describe('package entry points', () => {
     }
   });
 
+  it('resolves the checkpoint entry points', async () => {
+    const script = `
+      const sqlite = await import('cubepi/checkpoint/sqlite');
+      const postgres = await import('cubepi/checkpoint/postgres');
+      const { MemoryCheckpointer } = await import('cubepi');
+      const { checkpointerConformance } = await import('cubepi/testing');
+      console.log(JSON.stringify([typeof sqlite.SQLiteCheckpointer, typeof postgres.PostgresCheckpointer, typeof MemoryCheckpointer, typeof checkpointerConformance]));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 'function']);
+  });
+
   it('resolves the provider entry points, each loading only its own SDK', async () => {
     const script = `
       const anthropic = await import('cubepi/providers/anthropic');

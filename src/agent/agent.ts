@@ -2,7 +2,19 @@
  * The Agent facade: state, queues and runs around {@link runAgentLoop}.
  * @module
  */
-import { Observable, Subject, type Observer, type Subscriber, type Subscription } from 'rxjs';
+import {
+  defer,
+  lastValueFrom,
+  Observable,
+  of,
+  Subject,
+  switchMap,
+  type Observer,
+  type Subscriber,
+  type Subscription,
+} from 'rxjs';
+import { appendToCheckpoint } from '../../operators/append-to-checkpoint.js';
+import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import {
   composeMiddleware,
   EXPLICIT_HOOKS_NAME,
@@ -13,10 +25,13 @@ import { HOOK_NAMES, type AgentHooks, type Middleware } from '../middleware/type
 import type { AgentEvent } from '../types/agent-events.js';
 import {
   AgentBusyError,
+  CheckpointError,
   ConfigurationError,
+  errorMessageOf,
   InvalidInputError,
   InvalidStateError,
   RunAbortedError,
+  ThreadConflictError,
 } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
@@ -25,6 +40,7 @@ import type { AnyAgentTool } from '../types/tool.js';
 import { findModel } from '../providers/model-table.js';
 import { isPromiseLike } from './drive.js';
 import { checkMessage, toMessage, toMessages } from './input.js';
+import { interruptedToolResults } from './interrupted-tool-results.js';
 import { runAgentLoop } from './run-agent-loop.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
 
@@ -49,6 +65,11 @@ export interface AgentOptions extends AgentHooks, RunSettings {
   readonly followUpMode?: QueueMode;
   /** Where errors thrown by `subscribe()` listeners go (default: `console.error`). They never end a run. */
   readonly onListenerError?: (error: unknown, event: AgentEvent) => void;
+  /**
+   * Makes the conversation durable (with `threadId`): the thread is restored before the first run, and every message
+   * is appended before its `message_end` reaches anyone (see docs/checkpointing.md).
+   */
+  readonly checkpointer?: Checkpointer;
 }
 
 /** Per-run options of `prompt`, `prompt$`, `resume` and `resume$`. */
@@ -139,6 +160,11 @@ export class Agent {
   private steerCounter = 0;
   private snapshot: AgentState | undefined;
   private messagesSnapshot: readonly Message[] | undefined;
+  private readonly checkpointer: Checkpointer | undefined;
+  /** The thread's `seq` as last loaded or written (the `expectedSeq` of the next append). */
+  private seq = 0;
+  /** Whether the in-memory transcript is the thread's (restored, or no checkpointer). */
+  private restored: boolean;
 
   constructor(options: AgentOptions) {
     validateAgentOptions(options);
@@ -156,6 +182,8 @@ export class Agent {
     });
     this.extra = { ...(options.extra ?? {}) };
     this.middleware = composeMiddleware(options.middleware ?? [], pickHooks(options));
+    this.checkpointer = options.checkpointer;
+    this.restored = options.checkpointer === undefined;
     this.reportListenerError =
       options.onListenerError ??
       ((error, event) => console.error(`cubepi: a listener threw on a ${event.type} event (the run goes on):`, error));
@@ -177,12 +205,18 @@ export class Agent {
    * a `HookError` when a hook failed.
    */
   prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<Message[]> {
-    return this.runToPromise(() => this.startRun(toMessages(input, 'prompt'), options, undefined));
+    return this.runToPromise(() => {
+      const prompts = toMessages(input, 'prompt');
+      return this.startRun(() => prompts, options, undefined);
+    });
   }
 
   /** The run of {@link prompt} as a cold Observable: subscribing starts it, unsubscribing cancels it. */
   prompt$(input: string | Message | readonly Message[], options?: RunOptions): Observable<AgentEvent> {
-    return this.runAsObservable(() => toMessages(input, 'prompt$'), options);
+    return this.runAsObservable(() => {
+      const prompts = toMessages(input, 'prompt$');
+      return () => prompts;
+    }, options);
   }
 
   /**
@@ -191,12 +225,12 @@ export class Agent {
    * Rejects with {@link InvalidStateError} otherwise (and on an empty history), calling no model.
    */
   resume(options?: RunOptions): Promise<Message[]> {
-    return this.runToPromise(() => this.startRun(this.resumePrompts(), options, undefined));
+    return this.runToPromise(() => this.startRun(() => this.resumePrompts(), options, undefined));
   }
 
   /** The run of {@link resume} as a cold Observable. */
   resume$(options?: RunOptions): Observable<AgentEvent> {
-    return this.runAsObservable(() => this.resumePrompts(), options);
+    return this.runAsObservable(() => () => this.resumePrompts(), options);
   }
 
   /**
@@ -208,6 +242,17 @@ export class Agent {
     const id = `steer_${++this.steerCounter}`;
     this.steering.push({ id, message: checked });
     return id;
+  }
+
+  /**
+   * Restores the thread from the checkpointer now (the first run does it anyway): its messages, `extra` and `seq`.
+   * A tool batch the process did not finish (a crash) is closed first: each unanswered call gets an `interrupted`
+   * error result, appended to the thread. Resolves at once without a checkpointer or when already restored. Rejects
+   * with the checkpointer's typed error; with {@link AgentBusyError} during a run.
+   */
+  restore(): Promise<void> {
+    if (this.run !== undefined) return Promise.reject(busy('restore'));
+    return lastValueFrom(this.restore$(), { defaultValue: undefined });
   }
 
   /**
@@ -261,6 +306,8 @@ export class Agent {
     this.steering = [];
     this.followUps = [];
     this.messagesSnapshot = undefined;
+    // The thread is still stored: with a checkpointer, the next run restores it again (memory and store agree).
+    this.restored = this.checkpointer === undefined;
     this.changed();
   }
 
@@ -283,7 +330,6 @@ export class Agent {
   }
 
   private resumePrompts(): Message[] {
-    if (this.run !== undefined) throw busy('resume');
     const last = this.messages[this.messages.length - 1];
     if (last === undefined) throw new InvalidStateError('resume(): the history is empty; use prompt()');
     if (last.role !== 'assistant') return [];
@@ -303,11 +349,11 @@ export class Agent {
     }
   }
 
-  private runAsObservable(prompts: () => Message[], options: RunOptions | undefined): Observable<AgentEvent> {
+  private runAsObservable(prepare: () => () => Message[], options: RunOptions | undefined): Observable<AgentEvent> {
     return new Observable<AgentEvent>((subscriber) => {
       let run: ActiveRun;
       try {
-        run = this.startRun(prompts(), options, subscriber);
+        run = this.startRun(prepare(), options, subscriber);
       } catch (error) {
         subscriber.error(error);
         return;
@@ -320,7 +366,7 @@ export class Agent {
   }
 
   private startRun(
-    prompts: Message[],
+    prompts: () => Message[],
     options: RunOptions | undefined,
     subscriber: Subscriber<AgentEvent> | undefined,
   ): ActiveRun & { result: Promise<Message[]> } {
@@ -359,16 +405,23 @@ export class Agent {
     this.run = run;
 
     let added: readonly Message[] = [];
+    let runId: string | undefined;
+    const stored: Message[] = [];
+    const deliver = (event: AgentEvent) => {
+      this.events.next(event);
+      run.subscriber?.next(event);
+    };
     const observer: Observer<AgentEvent> = {
       next: (event) => {
-        if (event.type === 'agent_end') {
+        if (event.type === 'agent_start') runId = event.runId;
+        else if (event.type === 'message_end') stored.push(event.message);
+        else if (event.type === 'agent_end') {
           added = event.messages;
           run.ended = true;
         }
         this.apply(event);
         if (event.type === 'agent_end' && this.run === run) this.endRun();
-        this.events.next(event);
-        run.subscriber?.next(event);
+        deliver(event);
       },
       complete: () => {
         run.settle();
@@ -376,12 +429,55 @@ export class Agent {
         resolveResult([...added]);
       },
       error: (error: unknown) => {
+        if (isCheckpointFailure(error)) {
+          // What was stored is what the state shows; the next run reloads the thread (after a conflict, with what the
+          // other writer stored) before going on.
+          this.restored = false;
+          this.errorMessage = errorMessageOf(error);
+        }
+        if (runId !== undefined && !run.ended) {
+          // The run's own end never got through (a failed write stopped it): end it here, with what was stored.
+          run.ended = true;
+          if (this.run === run) this.endRun();
+          deliver({ type: 'agent_end', runId, messages: stored.slice() });
+        }
         run.settle();
         run.subscriber?.error(error);
         rejectResult(error);
       },
     };
-    run.subscription = runAgentLoop({
+    run.subscription = this.restore$()
+      .pipe(switchMap(() => this.loop$(prompts(), options, controller.signal)))
+      .subscribe(observer);
+    return run;
+  }
+
+  /** Restores the thread when it has not been (a cold Observable of one `undefined`). */
+  private restore$(): Observable<void> {
+    const checkpointer = this.checkpointer;
+    if (checkpointer === undefined || this.restored) return of(undefined);
+    const threadId = this.options.threadId!;
+    return defer(async () => {
+      const data = await checkpointer.load(threadId);
+      let messages = data?.messages ?? [];
+      let seq = data?.seq ?? 0;
+      const interrupted = interruptedToolResults(messages);
+      if (interrupted.length > 0) {
+        ({ seq } = await checkpointer.append(threadId, interrupted, { expectedSeq: seq }));
+        messages = [...messages, ...interrupted];
+      }
+      this.messages = messages;
+      this.messagesSnapshot = undefined;
+      this.seq = seq;
+      if (data !== null) this.extra = { ...data.extra };
+      this.restored = true;
+      this.changed();
+    });
+  }
+
+  /** The run itself: the loop over the current transcript, through the checkpoint sink when there is one. */
+  private loop$(prompts: Message[], options: RunOptions | undefined, signal: AbortSignal): Observable<AgentEvent> {
+    const loop$ = runAgentLoop({
       provider: this.provider,
       model: this.model,
       history: this.messages,
@@ -400,10 +496,18 @@ export class Agent {
       deadlineMs: options?.deadlineMs ?? this.options.deadlineMs,
       getSteeringMessages: () => this.takeSteering(),
       getFollowUpMessages: () => this.takeFollowUps(),
-      signal: controller.signal,
+      signal,
       extra: this.extra,
-    }).subscribe(observer);
-    return run;
+    });
+    const checkpointer = this.checkpointer;
+    if (checkpointer === undefined) return loop$;
+    return loop$.pipe(
+      appendToCheckpoint(checkpointer, this.options.threadId!, {
+        seq: this.seq,
+        extra: () => this.extra,
+        onAppended: (seq) => (this.seq = seq),
+      }),
+    );
   }
 
   private endRun(): void {
@@ -539,4 +643,22 @@ function validateAgentOptions(options: AgentOptions): void {
   if (options.onListenerError !== undefined && typeof options.onListenerError !== 'function') {
     fail('`onListenerError` must be a function');
   }
+  if (options.checkpointer !== undefined) {
+    const checkpointer = options.checkpointer as Partial<Checkpointer> | null;
+    if (
+      typeof checkpointer?.load !== 'function' ||
+      typeof checkpointer.append !== 'function' ||
+      typeof checkpointer.saveExtra !== 'function'
+    ) {
+      fail('`checkpointer` must be a Checkpointer (load, append, saveExtra, …)');
+    }
+    if (typeof options.threadId !== 'string' || options.threadId === '') fail('a `checkpointer` needs a `threadId`');
+    if (options.messages !== undefined)
+      fail('with a `checkpointer`, the history comes from the thread: drop `messages`');
+  }
+}
+
+/** Whether a run failed because its checkpoint could not be written (or read): the store and memory may differ. */
+function isCheckpointFailure(error: unknown): boolean {
+  return error instanceof CheckpointError || error instanceof ThreadConflictError;
 }

@@ -3,6 +3,11 @@
  * @module
  */
 export {
+  checkpointerConformance,
+  type CheckpointerConformanceOptions,
+  type CheckpointerFixture,
+} from './checkpointer-conformance.js';
+export {
   FauxProvider,
   type FauxCallContext,
   type FauxProviderOptions,

@@ -1,0 +1,115 @@
+/**
+ * The `Checkpointer` contract: durable, append-only storage of conversation threads. See `docs/checkpointing.md`.
+ * @module
+ */
+import type { Message } from '../types/messages.js';
+
+/**
+ * A thread as stored: its messages in order, its `extra` record and its `seq`.
+ *
+ * Everything in it is a fresh copy: changing it never changes the store. Messages and `extra` come back as the JSON
+ * values that were written (`serializeMessage(loaded) === serializeMessage(written)`), with object keys in canonical
+ * (sorted) order and `undefined` fields left out.
+ */
+export interface CheckpointData {
+  readonly messages: Message[];
+  /** The last record given to `saveExtra` (`{}` if there was none). */
+  readonly extra: Record<string, unknown>;
+  /** The number of messages stored: `messages.length`. Pass it as `expectedSeq` to the next `append`. */
+  readonly seq: number;
+}
+
+/** Options of {@link Checkpointer.append}. */
+export interface AppendOptions {
+  /**
+   * Append only if the thread's stored `seq` still equals this (`0` for a thread that does not exist); otherwise
+   * reject with a `ThreadConflictError` and write nothing.
+   */
+  readonly expectedSeq?: number;
+}
+
+/** The result of {@link Checkpointer.append}. */
+export interface AppendResult {
+  /** The thread's `seq` after this append: the number of messages now stored. */
+  readonly seq: number;
+}
+
+/** Options of {@link Checkpointer.listThreads}. */
+export interface ListThreadsOptions {
+  /** At most this many threads (a positive integer; default 100). */
+  readonly limit?: number;
+  /** The `cursor` of the last thread of the previous page: list the threads created before that one. */
+  readonly after?: string;
+}
+
+/** One thread in a {@link Checkpointer.listThreads} page. */
+export interface ThreadInfo {
+  readonly threadId: string;
+  /** The number of messages stored (the thread's `seq`). */
+  readonly messageCount: number;
+  /** When the thread was first written (its first `append` or `saveExtra`), in milliseconds since the epoch. */
+  readonly createdAt: number;
+  /** When the thread was last written (`append` or `saveExtra`), in milliseconds since the epoch. */
+  readonly updatedAt: number;
+  /**
+   * An opaque position in the list: pass it as `after` to get the next page. It stays valid when its thread is
+   * deleted, so a loop may delete what it lists.
+   */
+  readonly cursor: string;
+}
+
+/**
+ * Durable storage of threads: each thread is an append-only sequence of messages plus one `extra` record.
+ *
+ * - **Append-only.** A write never rewrites history, and its cost does not grow with the thread's length.
+ * - **`seq`** is the number of messages stored for a thread (0 for a thread that does not exist). `append` with
+ *   `expectedSeq` succeeds only if the stored `seq` still equals it; otherwise it rejects with `ThreadConflictError`
+ *   and writes nothing. Two writers that loaded the same thread therefore cannot interleave: the second to write
+ *   loses. Every `append` call is atomic: all of its messages are stored, contiguously, or none.
+ * - **Copies.** What `load` returns is the caller's to change; what `append` and `saveExtra` were given may be
+ *   changed by the caller afterwards without changing the store.
+ * - **Failures** are typed: `CheckpointError` (with the thread and the driver's error as `cause`; a failed write
+ *   wrote nothing), `CheckpointCorruptionError` (a row that cannot be read back, naming thread and seq),
+ *   `CheckpointSchemaError` (a store written by a newer version), `ThreadConflictError` (a lost race). Invalid
+ *   arguments (an empty thread id, a bad `limit` or cursor) reject with `InvalidInputError`.
+ *
+ * Built in: `MemoryCheckpointer` (`cubepi`), `SQLiteCheckpointer` (`cubepi/checkpoint/sqlite`),
+ * `PostgresCheckpointer` (`cubepi/checkpoint/postgres`). A new backend proves itself with `checkpointerConformance`
+ * from `cubepi/testing`.
+ *
+ * @example
+ * const saved = await checkpointer.load('user-42');            // null for a new thread
+ * let seq = saved?.seq ?? 0;
+ * ({ seq } = await checkpointer.append('user-42', [userMessage('hi')], { expectedSeq: seq }));
+ */
+export interface Checkpointer {
+  /** The thread's messages, `extra` and `seq`, or `null` if the thread was never written (or was deleted). */
+  load(threadId: string): Promise<CheckpointData | null>;
+
+  /**
+   * Appends `messages` after the thread's last message, creating the thread if needed, in one atomic write.
+   * Resolves with the new `seq`. An empty `messages` writes nothing (and still checks `expectedSeq`).
+   */
+  append(threadId: string, messages: readonly Message[], options?: AppendOptions): Promise<AppendResult>;
+
+  /**
+   * Replaces the thread's `extra` record (a key missing from `extra` is removed from storage), creating the thread
+   * with no messages if needed. Does not change `seq`.
+   */
+  saveExtra(threadId: string, extra: Readonly<Record<string, unknown>>): Promise<void>;
+
+  /**
+   * One page of threads, newest (most recently created) first. Creation order, not update order, so paging with
+   * `after` sees every thread that existed when it began exactly once, however the threads are written meanwhile.
+   */
+  listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]>;
+
+  /** Removes the thread, its messages and its `extra`. Deleting a thread that does not exist does nothing. */
+  deleteThread(threadId: string): Promise<void>;
+
+  /**
+   * Releases what the checkpointer owns (a database it opened, a pool it created); a database or pool passed in by
+   * the caller stays open. Idempotent. Optional: a backend that owns nothing need not have it.
+   */
+  close?(): Promise<void>;
+}

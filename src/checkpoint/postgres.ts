@@ -1,0 +1,418 @@
+/**
+ * `cubepi/checkpoint/postgres`: a `Checkpointer` on PostgreSQL, through `pg`, for many processes and machines.
+ * @module
+ */
+import pg from 'pg';
+import { CheckpointError, CheckpointSchemaError, ConfigurationError, ThreadConflictError } from '../types/errors.js';
+import type { Message } from '../types/messages.js';
+import type {
+  AppendOptions,
+  AppendResult,
+  CheckpointData,
+  Checkpointer,
+  ListThreadsOptions,
+  ThreadInfo,
+} from './checkpointer.js';
+import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
+import { checkStoredRows } from './check-stored-rows.js';
+import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from './row-codec.js';
+import { toCheckpointError } from './to-checkpoint-error.js';
+
+export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThreadsOptions, ThreadInfo };
+
+/** Options of {@link PostgresCheckpointer}. */
+export interface PostgresCheckpointerOptions {
+  /** The schema holding the tables; created if missing. Letters, digits and `_`; default `public`. */
+  readonly schema?: string;
+  /**
+   * Prefix of the three tables' names (`<prefix>threads`, `<prefix>messages`, `<prefix>schema_version`), so several
+   * stores can share a schema. Letters, digits and `_`; default `cubepi_`.
+   */
+  readonly tablePrefix?: string;
+  /**
+   * Use named prepared statements (default `true`): each connection parses a statement once, and an append then sends
+   * little more than its messages. Set `false` behind a pooler that cannot keep them (PgBouncer before 1.21 in
+   * transaction mode).
+   */
+  readonly preparedStatements?: boolean;
+}
+
+/** The schema version this code writes and reads. A store at a newer version is refused. */
+export const POSTGRES_SCHEMA_VERSION = 1;
+
+// Migration n (index n - 1) takes a store from version n - 1 to n. Never edit one that was released: add the next.
+// Message and extra rows are JSONB; the few texts JSONB cannot hold (U+0000, a lone surrogate) go to the *_raw text
+// column instead, as the same canonical JSON, so no message is ever refused or altered.
+const MIGRATIONS: readonly ((t: Tables) => string)[] = [
+  (t) => `
+    CREATE TABLE ${t.threads} (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- creation order, never reused: the listThreads cursor
+      thread_id text NOT NULL UNIQUE,
+      next_seq bigint NOT NULL,                             -- the number of messages stored (no max(seq) scan)
+      extra jsonb,
+      extra_raw text,
+      created_at bigint NOT NULL,                           -- ms since the epoch, the server's clock
+      updated_at bigint NOT NULL,
+      CHECK ((extra IS NULL) <> (extra_raw IS NULL))
+    );
+    CREATE TABLE ${t.messages} (
+      thread_id text NOT NULL,
+      seq bigint NOT NULL,                                  -- 0, 1, 2, … within the thread
+      body jsonb,
+      body_raw text,
+      PRIMARY KEY (thread_id, seq),
+      CHECK ((body IS NULL) <> (body_raw IS NULL))
+    );`,
+];
+
+interface Tables {
+  readonly schema: string;
+  readonly threads: string;
+  readonly messages: string;
+  readonly versions: string;
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
+const NOW_MS = `floor(extract(epoch FROM now()) * 1000)::bigint`;
+// Every value comes back as the server's text: our parsing, whatever type parsers the host set on `pg.types`.
+const RAW_TYPES = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig;
+// Canonical JSON escapes U+0000 and lone surrogates as \u0000 / \udXXX; JSONB refuses both. (A literal backslash-u in
+// a string also matches: that row merely goes to the text column, which stores anything.)
+const NOT_JSONB_SAFE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
+// pg_advisory_xact_lock(classid, objid): a class of our own, the schema's hash as the object.
+const LOCK_CLASS = 0x63756265; // 'cube'
+
+/**
+ * A `Checkpointer` on PostgreSQL (`pg` 8): for servers with many worker processes on many machines.
+ *
+ * - `new PostgresCheckpointer(pool)` uses a `pg.Pool` you own (`close()` leaves it open);
+ *   `new PostgresCheckpointer('postgres://…')` creates a pool and ends it on `close()`.
+ * - Tables are created, and later migrated, on first use (or `migrate()`), in one transaction under a
+ *   transaction-level advisory lock, so processes starting together migrate once. A store written by a newer cubepi
+ *   is refused with a `CheckpointSchemaError`, before anything is written.
+ * - An append is one statement (one round trip): it bumps the thread's `next_seq` — only if it still equals
+ *   `expectedSeq` — and inserts the rows at the seqs it returned, atomically. A racing writer waits for the row lock,
+ *   finds `next_seq` moved and gets `ThreadConflictError`: nothing lost, nothing duplicated. Its cost does not
+ *   depend on the thread's length (one `(thread_id, seq)` primary-key insert per message, one update of a row).
+ * - A load reads the counter and the rows in one repeatable-read snapshot and checks that seqs 0 … n - 1 are all
+ *   there. Messages are JSONB, returned with keys in canonical order (JSONB reorders them).
+ *
+ * Errors: a failed query or a lost connection is a `CheckpointError` naming the thread (the driver's error as
+ * `cause`); a row that cannot be read back is a `CheckpointCorruptionError` naming thread and seq.
+ *
+ * @example
+ * import pg from 'pg';
+ * import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
+ * const checkpointer = new PostgresCheckpointer(new pg.Pool({ connectionString: process.env.DATABASE_URL }));
+ * await checkpointer.migrate(); // optional: fail at startup rather than at the first prompt
+ */
+export class PostgresCheckpointer implements Checkpointer {
+  readonly #pool: pg.Pool;
+  readonly #owned: boolean;
+  readonly #tables: Tables;
+  readonly #sql: ReturnType<typeof statements>;
+  readonly #prepared: boolean;
+  #ready: Promise<void> | undefined;
+
+  /** Throws `ConfigurationError` for a bad schema or prefix. Connects lazily: nothing happens before the first call. */
+  constructor(poolOrConnectionString: pg.Pool | string, options: PostgresCheckpointerOptions = {}) {
+    const schema = options.schema ?? 'public';
+    const prefix = options.tablePrefix ?? 'cubepi_';
+    for (const [name, value] of [
+      ['schema', schema],
+      ['tablePrefix', prefix],
+    ] as const) {
+      if (!IDENTIFIER.test(value)) {
+        throw new ConfigurationError(`${name} must be letters, digits and _ (at most 40), got "${value}"`);
+      }
+    }
+    if (typeof poolOrConnectionString === 'string') {
+      this.#pool = new pg.Pool({ connectionString: poolOrConnectionString });
+      // An idle client's error (a server restart) is emitted on the pool, and an unheard 'error' event would crash
+      // the process; the next query reports the failure as a CheckpointError instead.
+      this.#pool.on('error', () => {});
+      this.#owned = true;
+    } else {
+      this.#pool = poolOrConnectionString;
+      this.#owned = false;
+    }
+    const q = (name: string) => `"${schema}"."${prefix}${name}"`;
+    this.#tables = { schema, threads: q('threads'), messages: q('messages'), versions: q('schema_version') };
+    this.#sql = statements(this.#tables);
+    this.#prepared = options.preparedStatements ?? true;
+  }
+
+  /**
+   * Creates or migrates the tables now. Every other method does it on its first call; call this at startup to fail
+   * early. Rejects with `CheckpointSchemaError` for a store newer than this code, `CheckpointError` otherwise.
+   */
+  migrate(): Promise<void> {
+    return this.#migrated().catch((error: unknown) => {
+      throw toCheckpointError(error, 'open');
+    });
+  }
+
+  /** Migrates once per checkpointer; a failure is forgotten, so a lost connection is retried at the next call. */
+  #migrated(): Promise<void> {
+    this.#ready ??= this.#migrate().catch((error: unknown) => {
+      this.#ready = undefined;
+      throw error;
+    });
+    return this.#ready;
+  }
+
+  /** {@inheritDoc Checkpointer.load} */
+  async load(threadId: string): Promise<CheckpointData | null> {
+    try {
+      checkThreadId(threadId);
+      await this.#migrated();
+      const found = await this.#transaction('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY', async (client) => {
+        const thread = await this.#query(client, this.#sql.loadThread, [threadId]);
+        if (thread.rows.length === 0) return undefined;
+        const messages = await this.#query(client, this.#sql.loadMessages, [threadId]);
+        return { thread: thread.rows[0]!, rows: messages.rows };
+      });
+      if (found === undefined) return null;
+      const [nextSeq, extra, extraRaw] = found.thread as [string, string | null, string | null];
+      const rows = found.rows.map(
+        ([seq, body, raw]) => [Number(seq), body as string | null, raw as string | null] as const,
+      );
+      checkStoredRows(threadId, Number(nextSeq), rows);
+      const messages = rows.map(([seq, body, raw]) =>
+        body !== null ? decodeMessage(threadId, seq, body, true) : decodeMessage(threadId, seq, raw ?? 'null'),
+      );
+      const decodedExtra = extra !== null ? decodeExtra(threadId, extra, true) : decodeExtra(threadId, extraRaw ?? '');
+      return { messages, extra: decodedExtra, seq: messages.length };
+    } catch (error) {
+      throw toCheckpointError(error, 'load', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.append} */
+  async append(threadId: string, messages: readonly Message[], options?: AppendOptions): Promise<AppendResult> {
+    try {
+      checkThreadId(threadId);
+      const expected = checkExpectedSeq(options);
+      const encoded = encodeMessages(threadId, messages);
+      await this.#migrated();
+      if (encoded.length === 0) {
+        const actual = (await this.#storedSeq(this.#pool, threadId)) ?? 0;
+        if (expected !== undefined && expected !== actual) throw new ThreadConflictError(threadId, expected, actual);
+        return { seq: actual };
+      }
+      const bodies = encoded.map((row) => (NOT_JSONB_SAFE.test(row) ? null : row));
+      const raws = encoded.map((row, i) => (bodies[i] === null ? row : null));
+      const values = [threadId, expected ?? null, encoded.length, bodies, raws];
+      for (let attempt = 1; ; attempt++) {
+        // The common case, an existing thread: one statement, one round trip.
+        const appended = await this.#query(this.#pool, this.#sql.append, values);
+        if (appended.rows.length === 1) return { seq: Number(appended.rows[0]![0]) };
+        // Nothing matched: the seq differs, or the thread does not exist (yet, or any more).
+        const actual = await this.#storedSeq(this.#pool, threadId);
+        if (expected !== undefined && (actual ?? 0) !== expected) {
+          throw new ThreadConflictError(threadId, expected, actual ?? 0);
+        }
+        if (actual === undefined) {
+          const seq = await this.#create(threadId, values);
+          if (seq !== undefined) return { seq };
+        }
+        // The thread was created or deleted between two of our statements; what is stored still allows this append.
+        if (attempt === 3) {
+          throw new CheckpointError({
+            operation: 'append',
+            threadId,
+            message: `Checkpoint append failed for thread "${threadId}": it kept being created or deleted by other writers`,
+          });
+        }
+      }
+    } catch (error) {
+      throw toCheckpointError(error, 'append', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.saveExtra} */
+  async saveExtra(threadId: string, extra: Readonly<Record<string, unknown>>): Promise<void> {
+    try {
+      checkThreadId(threadId);
+      checkExtra(extra);
+      const row = encodeExtra(threadId, extra);
+      await this.#migrated();
+      const safe = !NOT_JSONB_SAFE.test(row);
+      await this.#query(this.#pool, this.#sql.saveExtra, [threadId, safe ? row : null, safe ? null : row]);
+    } catch (error) {
+      throw toCheckpointError(error, 'saveExtra', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.listThreads} */
+  async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
+    try {
+      const { limit, before } = checkListOptions(options);
+      await this.#migrated();
+      const result = await this.#query(this.#pool, this.#sql.list, [before ?? Number.MAX_SAFE_INTEGER, limit]);
+      return result.rows.map(([id, threadId, nextSeq, createdAt, updatedAt]) => ({
+        threadId: threadId as string,
+        messageCount: Number(nextSeq),
+        createdAt: Number(createdAt),
+        updatedAt: Number(updatedAt),
+        cursor: cursorOf(Number(id)),
+      }));
+    } catch (error) {
+      throw toCheckpointError(error, 'listThreads');
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.deleteThread} */
+  async deleteThread(threadId: string): Promise<void> {
+    try {
+      checkThreadId(threadId);
+      await this.#migrated();
+      // The thread row first: it waits for an append in flight, and once it is gone no append can add rows (an
+      // append must update it), so the messages deleted next are all there will be.
+      await this.#transaction('BEGIN', async (client) => {
+        await this.#query(client, this.#sql.deleteThread, [threadId]);
+        await this.#query(client, this.#sql.deleteMessages, [threadId]);
+      });
+    } catch (error) {
+      throw toCheckpointError(error, 'deleteThread', threadId);
+    }
+  }
+
+  /** Ends the pool if this checkpointer created it (a `pg.Pool` passed in stays open). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#owned && !this.#pool.ending && !this.#pool.ended) await this.#pool.end();
+  }
+
+  #query(client: pg.Pool | pg.PoolClient, text: string, values: unknown[]): Promise<pg.QueryArrayResult> {
+    const name = this.#prepared ? statementName(text) : undefined;
+    return client.query({ ...(name === undefined ? {} : { name }), text, values, rowMode: 'array', types: RAW_TYPES });
+  }
+
+  /** The stored seq of a thread, `undefined` if it does not exist. */
+  async #storedSeq(client: pg.Pool | pg.PoolClient, threadId: string): Promise<number | undefined> {
+    const result = await this.#query(client, this.#sql.storedSeq, [threadId]);
+    return result.rows.length === 0 ? undefined : Number(result.rows[0]![0]);
+  }
+
+  /**
+   * The first append of a thread: create its row and append, in one transaction. When another writer created it
+   * first, our insert waits for that writer's commit and does nothing, and the append sees what that writer stored.
+   * `undefined` when the append then matched nothing (the caller looks again).
+   */
+  async #create(threadId: string, values: unknown[]): Promise<number | undefined> {
+    return this.#transaction('BEGIN', async (client) => {
+      await this.#query(client, this.#sql.createThread, [threadId]);
+      const appended = await this.#query(client, this.#sql.append, values);
+      return appended.rows.length === 1 ? Number(appended.rows[0]![0]) : undefined;
+    });
+  }
+
+  async #transaction<T>(begin: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.#pool.connect();
+    let broken: unknown;
+    try {
+      await client.query(begin);
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackError) {
+        broken = rollbackError; // the connection is gone: do not put it back in the pool
+      }
+      throw error;
+    } finally {
+      client.release(broken as Error | undefined);
+    }
+  }
+
+  async #migrate(): Promise<void> {
+    const t = this.#tables;
+    await this.#transaction('BEGIN', async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1, $2)', [LOCK_CLASS, lockKey(t.schema)]);
+      // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema exists: ask first.
+      const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [t.schema]);
+      if (exists.rowCount === 0) await client.query(`CREATE SCHEMA "${t.schema}"`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${t.versions} (id int PRIMARY KEY CHECK (id = 1), version int NOT NULL)`,
+      );
+      const row = await this.#query(client, `SELECT version FROM ${t.versions} WHERE id = 1`, []);
+      const found = row.rows.length === 0 ? 0 : Number(row.rows[0]![0]);
+      const location = `PostgreSQL tables ${t.threads.replace(/threads"$/, '*"')}`;
+      if (!Number.isSafeInteger(found) || found < 0) {
+        throw new CheckpointSchemaError({ found: NaN, supported: POSTGRES_SCHEMA_VERSION, location });
+      }
+      if (found > POSTGRES_SCHEMA_VERSION) {
+        throw new CheckpointSchemaError({ found, supported: POSTGRES_SCHEMA_VERSION, location });
+      }
+      for (let version = found + 1; version <= POSTGRES_SCHEMA_VERSION; version++) {
+        await client.query(MIGRATIONS[version - 1]!(t));
+      }
+      if (found < POSTGRES_SCHEMA_VERSION) {
+        await client.query(
+          `INSERT INTO ${t.versions} (id, version) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET version = $1`,
+          [POSTGRES_SCHEMA_VERSION],
+        );
+      }
+    });
+  }
+}
+
+/** The SQL of every operation, for one set of tables. */
+function statements(t: Tables) {
+  return {
+    // $1 thread, $2 expectedSeq or null, $3 count, $4 JSONB texts (null where raw), $5 raw texts (null where JSONB).
+    // The UPDATE takes the thread's row lock; a racing append waits, then re-checks `next_seq` and matches nothing.
+    append: `
+      WITH t AS (
+        UPDATE ${t.threads} SET next_seq = next_seq + $3::int, updated_at = ${NOW_MS}
+        WHERE thread_id = $1 AND ($2::bigint IS NULL OR next_seq = $2::bigint)
+        RETURNING next_seq
+      ), m AS (
+        INSERT INTO ${t.messages} (thread_id, seq, body, body_raw)
+        SELECT $1, t.next_seq - $3::int + u.ord - 1, u.body::jsonb, u.raw
+        FROM t, unnest($4::text[], $5::text[]) WITH ORDINALITY AS u(body, raw, ord)
+      )
+      SELECT next_seq FROM t`,
+    createThread: `
+      INSERT INTO ${t.threads} (thread_id, next_seq, extra, created_at, updated_at)
+      VALUES ($1, 0, '{}', ${NOW_MS}, ${NOW_MS}) ON CONFLICT (thread_id) DO NOTHING`,
+    storedSeq: `SELECT next_seq FROM ${t.threads} WHERE thread_id = $1`,
+    loadThread: `SELECT next_seq, extra, extra_raw FROM ${t.threads} WHERE thread_id = $1`,
+    loadMessages: `SELECT seq, body, body_raw FROM ${t.messages} WHERE thread_id = $1 ORDER BY seq`,
+    // Update in place when the thread exists (the common case: no identity value spent); insert it otherwise, a racing
+    // insert falling back to the update.
+    saveExtra: `
+      WITH u AS (
+        UPDATE ${t.threads} SET extra = $2::jsonb, extra_raw = $3, updated_at = ${NOW_MS}
+        WHERE thread_id = $1
+        RETURNING 1
+      )
+      INSERT INTO ${t.threads} (thread_id, next_seq, extra, extra_raw, created_at, updated_at)
+      SELECT $1, 0, $2::jsonb, $3, ${NOW_MS}, ${NOW_MS} WHERE NOT EXISTS (SELECT 1 FROM u)
+      ON CONFLICT (thread_id) DO UPDATE
+        SET extra = excluded.extra, extra_raw = excluded.extra_raw, updated_at = excluded.updated_at`,
+    list: `
+      SELECT id, thread_id, next_seq, created_at, updated_at FROM ${t.threads}
+      WHERE id < $1::bigint ORDER BY id DESC LIMIT $2`,
+    deleteThread: `DELETE FROM ${t.threads} WHERE thread_id = $1`,
+    deleteMessages: `DELETE FROM ${t.messages} WHERE thread_id = $1`,
+  };
+}
+
+// A statement name is per connection and must always mean the same text: one process-wide name per distinct text
+// (checkpointers on other schemas or prefixes have other texts, hence other names).
+const statementNames = new Map<string, string>();
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) statementNames.set(text, (name = `cubepi_${statementNames.size + 1}`));
+  return name;
+}
+
+/** FNV-1a of the schema name as a signed 32-bit integer: the advisory lock's object id. */
+function lockKey(schema: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < schema.length; i++) hash = Math.imul(hash ^ schema.charCodeAt(i), 0x01000193);
+  return hash | 0;
+}

@@ -1,0 +1,276 @@
+/**
+ * `cubepi/checkpoint/sqlite`: a `Checkpointer` on one SQLite file, through better-sqlite3.
+ * @module
+ */
+import Database from 'better-sqlite3';
+import { CheckpointSchemaError, ConfigurationError, ThreadConflictError } from '../types/errors.js';
+import type { Message } from '../types/messages.js';
+import type {
+  AppendOptions,
+  AppendResult,
+  CheckpointData,
+  Checkpointer,
+  ListThreadsOptions,
+  ThreadInfo,
+} from './checkpointer.js';
+import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
+import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from './row-codec.js';
+import { checkStoredRows } from './check-stored-rows.js';
+import { toCheckpointError } from './to-checkpoint-error.js';
+
+export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThreadsOptions, ThreadInfo };
+
+/** Options of {@link SQLiteCheckpointer}. */
+export interface SQLiteCheckpointerOptions {
+  /**
+   * Prefix of the three tables' names (`<prefix>threads`, `<prefix>messages`, `<prefix>schema_version`), so several
+   * stores can share one file. Letters, digits and `_`; default `cubepi_`.
+   */
+  readonly tablePrefix?: string;
+  /**
+   * `PRAGMA synchronous`, set only on a file this checkpointer opens: `'full'` (the default) makes every append
+   * durable before it resolves, even across a power loss; `'normal'` skips the fsync per commit (WAL keeps the file
+   * consistent, a crash of the process loses nothing, a power loss may lose the last appends).
+   */
+  readonly synchronous?: 'full' | 'normal';
+}
+
+/** The schema version this code writes and reads. A store at a newer version is refused. */
+export const SQLITE_SCHEMA_VERSION = 1;
+
+// Migration n (index n - 1) takes a store from version n - 1 to n. Never edit one that was released: add the next.
+const MIGRATIONS: readonly ((prefix: string) => string)[] = [
+  (p) => `
+    CREATE TABLE "${p}threads" (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,  -- creation order, never reused: the listThreads cursor
+      thread_id TEXT NOT NULL UNIQUE,
+      next_seq INTEGER NOT NULL,             -- the number of messages stored (no MAX(seq) scan)
+      extra TEXT NOT NULL,                   -- canonical JSON
+      created_at INTEGER NOT NULL,           -- ms since the epoch
+      updated_at INTEGER NOT NULL
+    );
+    CREATE TABLE "${p}messages" (
+      thread_id TEXT NOT NULL,
+      seq INTEGER NOT NULL,                  -- 0, 1, 2, … within the thread
+      body TEXT NOT NULL,                    -- canonical JSON of the message
+      PRIMARY KEY (thread_id, seq)
+    );`,
+];
+
+const PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
+
+type ThreadRow = { id: number; next_seq: number };
+type ListRow = { id: number; thread_id: string; next_seq: number; created_at: number; updated_at: number };
+
+/**
+ * A `Checkpointer` on a SQLite file (better-sqlite3 12), for one machine: a CLI, a desktop app, a single server.
+ *
+ * - `new SQLiteCheckpointer('threads.db')` opens (or creates) the file and owns it: `close()` closes it.
+ *   `new SQLiteCheckpointer(db)` uses an open better-sqlite3 `Database` and leaves it open on `close()`.
+ * - The file is switched to WAL (readers never block the writer). Tables are created, and later migrated, by the
+ *   constructor itself in one `BEGIN IMMEDIATE` transaction, so processes opening the same file at once do it once.
+ *   A store written by a newer cubepi is refused with a `CheckpointSchemaError` before anything is written.
+ * - A load is one range scan of the `(thread_id, seq)` primary key; an append is one transaction: a lookup of the
+ *   thread's `next_seq`, the new rows, and the counter update — its cost does not depend on the thread's length.
+ *   Appends take the write lock at their start (`BEGIN IMMEDIATE`), so `expectedSeq` holds across processes.
+ * - better-sqlite3 is synchronous: each call runs to completion on the calling thread (the returned Promise is
+ *   already settled), so one append costs a few tens of microseconds plus, with `synchronous: 'full'`, an fsync.
+ *
+ * Errors: a failed statement (disk full, locked past the busy timeout, a closed database) is a `CheckpointError`
+ * naming the thread; a row that cannot be read back is a `CheckpointCorruptionError` naming thread and seq.
+ *
+ * @example
+ * import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
+ * const checkpointer = new SQLiteCheckpointer('threads.db');
+ * const agent = new Agent({ provider, model, checkpointer, threadId: 'user-42' });
+ */
+export class SQLiteCheckpointer implements Checkpointer {
+  readonly #db: Database.Database;
+  readonly #owned: boolean;
+  readonly #selectThread: Database.Statement<[string], ThreadRow>;
+  readonly #insertThread: Database.Statement<[string, number, string, number, number]>;
+  readonly #updateSeq: Database.Statement<[number, number, number]>;
+  readonly #insertMessage: Database.Statement<[string, number, string]>;
+  readonly #loadThread: Database.Statement<[string], { next_seq: number; extra: string }>;
+  readonly #loadMessages: Database.Statement<[string], [number, string]>;
+  readonly #upsertExtra: Database.Statement<[string, string, number, number]>;
+  readonly #list: Database.Statement<[number, number], ListRow>;
+  readonly #deleteMessages: Database.Statement<[string]>;
+  readonly #deleteThread: Database.Statement<[string]>;
+
+  /**
+   * Opens the store, creating or migrating its tables. Throws `ConfigurationError` for a bad `tablePrefix`,
+   * `CheckpointSchemaError` for a store newer than this code, `CheckpointError` when the file cannot be opened.
+   */
+  constructor(pathOrDatabase: string | Database.Database, options: SQLiteCheckpointerOptions = {}) {
+    const prefix = options.tablePrefix ?? 'cubepi_';
+    if (!PREFIX.test(prefix)) {
+      throw new ConfigurationError(`tablePrefix must be letters, digits and _ (at most 40), got "${prefix}"`);
+    }
+    const synchronous = options.synchronous ?? 'full';
+    if (synchronous !== 'full' && synchronous !== 'normal') {
+      throw new ConfigurationError(`synchronous must be 'full' or 'normal', got "${String(synchronous)}"`);
+    }
+    this.#owned = typeof pathOrDatabase === 'string';
+    try {
+      this.#db = typeof pathOrDatabase === 'string' ? new Database(pathOrDatabase) : pathOrDatabase;
+    } catch (error) {
+      throw toCheckpointError(error, 'open');
+    }
+    try {
+      const db = this.#db;
+      db.pragma('journal_mode = WAL');
+      if (this.#owned) db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
+      migrate(db, prefix);
+      const threads = `"${prefix}threads"`;
+      const messages = `"${prefix}messages"`;
+      this.#selectThread = db.prepare(`SELECT id, next_seq FROM ${threads} WHERE thread_id = ?`);
+      this.#insertThread = db.prepare(
+        `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+      );
+      this.#updateSeq = db.prepare(`UPDATE ${threads} SET next_seq = ?, updated_at = ? WHERE id = ?`);
+      this.#insertMessage = db.prepare(`INSERT INTO ${messages} (thread_id, seq, body) VALUES (?, ?, ?)`);
+      this.#loadThread = db.prepare(`SELECT next_seq, extra FROM ${threads} WHERE thread_id = ?`);
+      this.#loadMessages = db
+        .prepare<[string], [number, string]>(`SELECT seq, body FROM ${messages} WHERE thread_id = ? ORDER BY seq`)
+        .raw(true);
+      this.#upsertExtra = db.prepare(
+        `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at) VALUES (?, 0, ?, ?, ?)
+         ON CONFLICT (thread_id) DO UPDATE SET extra = excluded.extra, updated_at = excluded.updated_at`,
+      );
+      this.#list = db.prepare(
+        `SELECT id, thread_id, next_seq, created_at, updated_at FROM ${threads} WHERE id < ? ORDER BY id DESC LIMIT ?`,
+      );
+      this.#deleteMessages = db.prepare(`DELETE FROM ${messages} WHERE thread_id = ?`);
+      this.#deleteThread = db.prepare(`DELETE FROM ${threads} WHERE thread_id = ?`);
+    } catch (error) {
+      if (this.#owned) this.#db.close();
+      throw toCheckpointError(error, 'open');
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.load} */
+  async load(threadId: string): Promise<CheckpointData | null> {
+    try {
+      checkThreadId(threadId);
+      // One read transaction: the counter and the rows come from the same snapshot, whatever other processes do.
+      const read = this.#db.transaction(() => {
+        const thread = this.#loadThread.get(threadId);
+        return thread === undefined ? undefined : { thread, rows: this.#loadMessages.all(threadId) };
+      });
+      const found = read.deferred();
+      if (found === undefined) return null;
+      const { thread, rows } = found;
+      checkStoredRows(threadId, thread.next_seq, rows);
+      const messages = rows.map(([seq, body]) => decodeMessage(threadId, seq, body));
+      return { messages, extra: decodeExtra(threadId, thread.extra), seq: messages.length };
+    } catch (error) {
+      throw toCheckpointError(error, 'load', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.append} */
+  async append(threadId: string, messages: readonly Message[], options?: AppendOptions): Promise<AppendResult> {
+    try {
+      checkThreadId(threadId);
+      const expected = checkExpectedSeq(options);
+      const rows = encodeMessages(threadId, messages);
+      const write = this.#db.transaction(() => {
+        const thread = this.#selectThread.get(threadId);
+        const actual = thread?.next_seq ?? 0;
+        if (expected !== undefined && expected !== actual) throw new ThreadConflictError(threadId, expected, actual);
+        if (rows.length === 0) return actual;
+        const now = Date.now();
+        const next = actual + rows.length;
+        if (thread === undefined) this.#insertThread.run(threadId, next, '{}', now, now);
+        else this.#updateSeq.run(next, now, thread.id);
+        for (let i = 0; i < rows.length; i++) this.#insertMessage.run(threadId, actual + i, rows[i]!);
+        return next;
+      });
+      // IMMEDIATE: take the write lock before reading next_seq, so no other process can write between the check and
+      // the insert (a deferred transaction would fail to upgrade instead of waiting).
+      return { seq: write.immediate() };
+    } catch (error) {
+      throw toCheckpointError(error, 'append', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.saveExtra} */
+  async saveExtra(threadId: string, extra: Readonly<Record<string, unknown>>): Promise<void> {
+    try {
+      checkThreadId(threadId);
+      checkExtra(extra);
+      const now = Date.now();
+      this.#upsertExtra.run(threadId, encodeExtra(threadId, extra), now, now);
+    } catch (error) {
+      throw toCheckpointError(error, 'saveExtra', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.listThreads} */
+  async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
+    try {
+      const { limit, before } = checkListOptions(options);
+      return this.#list.all(before ?? Number.MAX_SAFE_INTEGER, limit).map((row) => ({
+        threadId: row.thread_id,
+        messageCount: row.next_seq,
+        createdAt: row.created_at,
+        updatedAt: row.updated_at,
+        cursor: cursorOf(row.id),
+      }));
+    } catch (error) {
+      throw toCheckpointError(error, 'listThreads');
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.deleteThread} */
+  async deleteThread(threadId: string): Promise<void> {
+    try {
+      checkThreadId(threadId);
+      this.#db
+        .transaction(() => {
+          this.#deleteMessages.run(threadId);
+          this.#deleteThread.run(threadId);
+        })
+        .immediate();
+    } catch (error) {
+      throw toCheckpointError(error, 'deleteThread', threadId);
+    }
+  }
+
+  /** Closes the database if this checkpointer opened it (a `Database` passed in stays open). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#owned && this.#db.open) this.#db.close();
+  }
+}
+
+/** Brings the store to {@link SQLITE_SCHEMA_VERSION}, or refuses a newer one, in one write transaction. */
+function migrate(db: Database.Database, prefix: string): void {
+  const versions = `"${prefix}schema_version"`;
+  db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS ${versions} (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`);
+    const row = db.prepare<[], { version: unknown }>(`SELECT version FROM ${versions} WHERE id = 1`).get();
+    const found = row === undefined ? 0 : row.version;
+    if (typeof found !== 'number' || !Number.isSafeInteger(found) || found < 0) {
+      throw new CheckpointSchemaError({
+        found: NaN,
+        supported: SQLITE_SCHEMA_VERSION,
+        location: locationOf(db, prefix),
+      });
+    }
+    if (found > SQLITE_SCHEMA_VERSION) {
+      throw new CheckpointSchemaError({ found, supported: SQLITE_SCHEMA_VERSION, location: locationOf(db, prefix) });
+    }
+    for (let version = found + 1; version <= SQLITE_SCHEMA_VERSION; version++)
+      db.exec(MIGRATIONS[version - 1]!(prefix));
+    if (found < SQLITE_SCHEMA_VERSION) {
+      db.prepare(
+        `INSERT INTO ${versions} (id, version) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET version = excluded.version`,
+      ).run(SQLITE_SCHEMA_VERSION);
+    }
+  }).immediate();
+}
+
+function locationOf(db: Database.Database, prefix: string): string {
+  return `SQLite file ${db.name} (tables ${prefix}*)`;
+}
