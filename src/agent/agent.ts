@@ -40,6 +40,7 @@ import type { AnyAgentTool } from '../types/tool.js';
 import { findModel } from '../providers/model-table.js';
 import { isPromiseLike } from './drive.js';
 import { checkMessage, toMessage, toMessages } from './input.js';
+import { EventHub } from './event-hub.js';
 import { interruptedToolResults } from './interrupted-tool-results.js';
 import { runAgentLoop } from './run-agent-loop.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
@@ -142,7 +143,7 @@ export class Agent {
   private readonly provider: Provider;
   private readonly middleware: ComposedMiddleware;
   private readonly options: AgentOptions;
-  private readonly events = new Subject<AgentEvent>();
+  private readonly events = new EventHub<AgentEvent>();
   private readonly stateChanges = new Subject<void>();
   private readonly reportListenerError: (error: unknown, event: AgentEvent) => void;
 
@@ -187,7 +188,7 @@ export class Agent {
     this.reportListenerError =
       options.onListenerError ??
       ((error, event) => console.error(`cubepi: a listener threw on a ${event.type} event (the run goes on):`, error));
-    this.events$ = this.events.asObservable();
+    this.events$ = this.events.observable;
     this.state$ = new Observable<AgentState>((subscriber) => {
       subscriber.next(this.state);
       return this.stateChanges.subscribe(() => subscriber.next(this.state));
@@ -317,7 +318,7 @@ export class Agent {
    * function.
    */
   subscribe(listener: AgentListener): () => void {
-    const subscription = this.events.subscribe((event) => {
+    return this.events.add((event) => {
       try {
         const returned = listener(event);
         if (isPromiseLike(returned))
@@ -326,7 +327,6 @@ export class Agent {
         this.reportListenerError(error, event);
       }
     });
-    return () => subscription.unsubscribe();
   }
 
   private resumePrompts(): Message[] {
@@ -408,11 +408,18 @@ export class Agent {
     let runId: string | undefined;
     const stored: Message[] = [];
     const deliver = (event: AgentEvent) => {
-      this.events.next(event);
+      this.events.emit(event);
       run.subscriber?.next(event);
     };
     const observer: Observer<AgentEvent> = {
       next: (event) => {
+        if (event.type === 'message_update') {
+          // The per-delta path: one field and two deliveries, nothing else.
+          if (event.message.role === 'assistant') this.streamingMessage = event.message;
+          this.changed();
+          deliver(event);
+          return;
+        }
         if (event.type === 'agent_start') runId = event.runId;
         else if (event.type === 'message_end') stored.push(event.message);
         else if (event.type === 'agent_end') {

@@ -210,8 +210,9 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
     const input = context.slice();
     context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input);
   }
-  // The provider gets its own array: a factory or a test may keep it, and the transcript grows afterwards.
-  if (context === run.transcript) context = run.transcript.slice();
+  // Without hooks the provider gets the transcript itself, not a copy: a copy per model call would make a run
+  // O(turns²). It does not change while the call is in flight (the loop appends only after the terminal event);
+  // a provider that keeps it beyond its call must copy it (the Provider contract says so).
   let systemPrompt = run.systemPrompt;
   if (hooks.transformSystemPrompt !== undefined) {
     const transform = hooks.transformSystemPrompt;

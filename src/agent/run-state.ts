@@ -91,17 +91,18 @@ export function newTurn(index: number): TurnState {
 
 /** The context every hook of a turn gets. */
 export function hookContext(run: RunState, turnIndex: number): HookContext {
+  // One fixed-shape literal (no conditional spreads: this runs every turn); absent options are undefined fields.
   return {
     runId: run.runId,
     turnIndex,
-    ...(run.threadId !== undefined ? { threadId: run.threadId } : {}),
+    threadId: run.threadId,
     model: run.model,
     systemPrompt: run.systemPrompt,
     tools: run.tools,
     messages: run.transcript,
     extra: run.extra,
     signal: run.signal,
-    ...(run.deadlineAt !== undefined ? { deadlineAt: run.deadlineAt } : {}),
+    deadlineAt: run.deadlineAt,
   };
 }
 
@@ -140,16 +141,20 @@ export function errorResult(text: string): AgentToolResult {
 
 /** The transcript message for a tool call's outcome. */
 export function toolResultMessage(call: ToolCall, outcome: CallOutcome): ToolResultMessage {
-  const { result } = outcome;
-  const base = {
-    role: 'toolResult' as const,
-    toolCallId: call.id,
-    toolName: call.name,
-    content: result.content,
-  };
+  const { result, isError } = outcome;
+  const timestamp = Date.now();
+  // `details` is present only when the tool gave some, so the stored JSON carries no empty field.
   return result.details === undefined
-    ? { ...base, isError: outcome.isError, timestamp: Date.now() }
-    : { ...base, details: result.details, isError: outcome.isError, timestamp: Date.now() };
+    ? { role: 'toolResult', toolCallId: call.id, toolName: call.name, content: result.content, isError, timestamp }
+    : {
+        role: 'toolResult',
+        toolCallId: call.id,
+        toolName: call.name,
+        content: result.content,
+        details: result.details,
+        isError,
+        timestamp,
+      };
 }
 
 /**

@@ -68,7 +68,10 @@ export function* runToolBatch(
       const prepared = yield* prepareCall(run, turn, assistant, index, ctx);
       if (prepared !== undefined) runnable.push(prepared);
     }
-    if (runnable.length > 0) {
+    if (runnable.length === 1) {
+      // One call needs no concurrency: run it in place (the common case; no operator chain per turn).
+      yield* executeCall(run, turn, assistant, runnable[0]!, ctx);
+    } else if (runnable.length > 1) {
       const batch$ = from(runnable).pipe(
         executeToolCalls((call) => fromOp(() => executeCall(run, turn, assistant, call, ctx)), run.toolConcurrency),
       );
@@ -181,24 +184,20 @@ function* executeCall(
       partialResult,
     });
   };
-  const execute: ToolCallNext = (request) => executeTool$(run, request, onUpdate);
   const request: ToolCallRequest = { toolCall: call, tool, args };
-  const outcome$ =
-    run.wrapToolCall === undefined
-      ? execute(request)
-      : run.wrapToolCall(
-          request,
-          { ...ctx, invocationId: `${run.runId}.${turn.index}.${call.id}`, assistantMessage: assistant },
-          execute,
-        );
-
   let outcome: CallOutcome;
   try {
-    const executed = yield* suspend(outcome$, undefined);
-    outcome =
-      executed === undefined
-        ? { result: errorResult(`Tool ${call.name} produced no outcome`), isError: true }
-        : { result: executed.result, isError: executed.isError };
+    if (run.wrapToolCall === undefined) {
+      outcome = yield* executeTool(run, request, onUpdate);
+    } else {
+      const execute: ToolCallNext = (next) => executeTool$(run, next, onUpdate);
+      const wrapCtx = { ...ctx, invocationId: `${run.runId}.${turn.index}.${call.id}`, assistantMessage: assistant };
+      const executed = yield* suspend(run.wrapToolCall(request, wrapCtx, execute), undefined);
+      outcome =
+        executed === undefined
+          ? { result: errorResult(`Tool ${call.name} produced no outcome`), isError: true }
+          : { result: executed.result, isError: executed.isError };
+    }
   } catch (error) {
     // Cancellation goes on; a wrapper's bug ends the run (a HookError); anything else is this call's failure.
     if (run.signal.aborted) throw run.signal.reason;
@@ -208,6 +207,34 @@ function* executeCall(
     settled = true;
   }
   finishCall(run, turn, index, yield* afterToolCall(run, assistant, call, args, outcome, ctx));
+}
+
+/**
+ * Executes a tool in place, when no wrapper needs it as an Observable: a plain or Promise result costs no operator
+ * chain. Same outcomes as {@link executeTool$}.
+ */
+function* executeTool(
+  run: RunState,
+  request: ToolCallRequest,
+  onUpdate: (partial: AgentToolResult) => void,
+): Op<CallOutcome> {
+  const { toolCall, tool, args } = request;
+  if (tool.timeoutMs !== undefined || run.toolTimeoutMs !== undefined) {
+    return yield* suspend(executeTool$(run, request, onUpdate), NO_OUTCOME);
+  }
+  try {
+    const output = tool.execute(toolCall.id, args, { signal: run.signal, onUpdate, toolCall });
+    const raw = isObservable(output)
+      ? yield* suspend(withUpdates(output, onUpdate), NO_RESULT as unknown)
+      : isPromiseLike(output)
+        ? yield* suspend(output, NO_RESULT as unknown)
+        : output;
+    return normalizeResult(toolCall.name, raw);
+  } catch (error) {
+    if (run.signal.aborted) throw error;
+    const failure = new ToolExecutionError({ toolName: toolCall.name, toolCallId: toolCall.id, cause: error });
+    return { result: errorResult(failure.message), isError: true };
+  }
 }
 
 /**
@@ -319,35 +346,38 @@ export function emitResultMessage(run: RunState, turn: TurnState, index: number)
 }
 
 const NO_RESULT = Symbol('no result');
+const NO_OUTCOME: CallOutcome = { result: { content: [] }, isError: true };
 
 /**
  * A tool's output as an Observable of raw results: a plain value, a Promise, or an Observable whose emissions before
- * the last are progress updates (reported through `onUpdate` as the next one arrives).
+ * the last are progress updates (see {@link withUpdates}).
  */
 function toolOutput$(invoke: () => unknown, onUpdate: (partial: AgentToolResult) => void): Observable<unknown> {
+  return defer(() => {
+    const output = invoke();
+    if (isObservable(output)) return withUpdates(output, onUpdate);
+    return isPromiseLike(output) ? from(output as PromiseLike<unknown>) : of(output);
+  });
+}
+
+/**
+ * An Observable tool's result: its last emission (`NO_RESULT` when it emits nothing); each emission before the last is
+ * reported through `onUpdate` when the next one arrives.
+ */
+function withUpdates(output: Observable<unknown>, onUpdate: (partial: AgentToolResult) => void): Observable<unknown> {
   return new Observable<unknown>((subscriber) => {
-    let output: unknown;
-    try {
-      output = invoke();
-    } catch (error) {
-      subscriber.error(error);
-      return;
-    }
-    if (isObservable(output)) {
-      let previous: unknown = NO_RESULT;
-      return output.subscribe({
-        next: (value) => {
-          if (previous !== NO_RESULT) onUpdate(normalizeResult('', previous).result);
-          previous = value;
-        },
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => {
-          subscriber.next(previous);
-          subscriber.complete();
-        },
-      });
-    }
-    return (isPromiseLike(output) ? from(output as PromiseLike<unknown>) : of(output)).subscribe(subscriber);
+    let previous: unknown = NO_RESULT;
+    return output.subscribe({
+      next: (value) => {
+        if (previous !== NO_RESULT) onUpdate(normalizeResult('', previous).result);
+        previous = value;
+      },
+      error: (error: unknown) => subscriber.error(error),
+      complete: () => {
+        subscriber.next(previous);
+        subscriber.complete();
+      },
+    });
   });
 }
 

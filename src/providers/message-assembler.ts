@@ -258,22 +258,17 @@ export class MessageAssembler {
   }
 
   private snapshot(stopReason: StopReason): AssistantMessage {
-    // One fixed-shape literal; optional fields are added only when present, so serialisation stays byte-stable.
-    const message: AssistantMessage = {
-      role: 'assistant',
-      content: this.blocks,
-      stopReason,
-      usage: this.usage,
-      provider: this.provider,
-      model: this.model,
-      timestamp: this.timestamp,
-    };
-    if (this.responseId === undefined && this.metadata === undefined) return message;
-    return {
-      ...message,
-      ...(this.responseId !== undefined ? { responseId: this.responseId } : {}),
-      ...(this.metadata !== undefined ? { metadata: this.metadata } : {}),
-    };
+    // One literal per snapshot, one of a few fixed shapes (a spread per delta would cost several times more).
+    // Optional fields appear only when set, so serialisation stays byte-stable.
+    const { blocks: content, usage, provider, model, timestamp, responseId, metadata } = this;
+    if (responseId === undefined) {
+      return metadata === undefined
+        ? { role: 'assistant', content, stopReason, usage, provider, model, timestamp }
+        : { role: 'assistant', content, stopReason, usage, provider, model, timestamp, metadata };
+    }
+    return metadata === undefined
+      ? { role: 'assistant', content, stopReason, usage, provider, model, timestamp, responseId }
+      : { role: 'assistant', content, stopReason, usage, provider, model, timestamp, responseId, metadata };
   }
 }
 

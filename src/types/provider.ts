@@ -49,6 +49,9 @@ export interface StreamRequest {
  * terminal `done` or `error`, then completes. Failures of the call (HTTP errors, rate limits, malformed or truncated
  * streams) are the terminal `error` event, never an Observable error: the error channel is for bugs.
  *
+ * `messages` is the transcript as of the call: it does not change while the call is in flight, but it may be the
+ * caller's own array, which grows once the call is over. Convert it when the request is built; copy it to keep it.
+ *
  * @example
  * const provider: Provider = {
  *   id: 'echo',
