@@ -453,9 +453,10 @@ export class Agent {
         rejectResult(error);
       },
     };
-    run.subscription = this.restore$()
-      .pipe(switchMap(() => this.loop$(prompts(), options, controller.signal)))
-      .subscribe(observer);
+    const run$ = this.restored
+      ? defer(() => this.loop$(prompts(), options, controller.signal))
+      : this.restore$().pipe(switchMap(() => this.loop$(prompts(), options, controller.signal)));
+    run.subscription = run$.subscribe(observer);
     return run;
   }
 

@@ -2,7 +2,7 @@
  * One model call: the provider stream consumed once, each event passed on synchronously.
  * @module
  */
-import { catchError, defer, tap, throwError, type Observable } from 'rxjs';
+import { catchError, defer, isObservable, tap, throwError, type Observable } from 'rxjs';
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
 import { errorMessageOf, HookError } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
@@ -59,68 +59,84 @@ export function* streamResponse(
   const invocationId = `${runId}.${turn.index}`;
   let attempt = 0;
   let previous: { provider: string; model: string; error?: string } | undefined;
-  // The call itself, the innermost layer of the onion: every subscription is an attempt.
-  const send: ModelCallNext = (req) =>
-    defer(() => {
-      attempt++;
-      const to = { provider: req.provider.id, model: req.model.id };
-      if (previous !== undefined && (previous.provider !== to.provider || previous.model !== to.model)) {
-        const from = { provider: previous.provider, model: previous.model };
-        emit({
-          type: 'model_fallback',
-          runId,
-          turnIndex: turn.index,
-          invocationId,
-          from,
-          to,
-          ...(previous.error !== undefined ? { reason: previous.error } : {}),
-        });
-      }
-      const current: { provider: string; model: string; error?: string } = to;
-      previous = current;
+  /** Announces an attempt (and a move to another model); returns the provider's stream, or a contract failure. */
+  const open = (req: ModelRequest): Observable<StreamEvent> | ErrorEvent => {
+    attempt++;
+    const to = { provider: req.provider.id, model: req.model.id };
+    if (previous !== undefined && (previous.provider !== to.provider || previous.model !== to.model)) {
+      const from = { provider: previous.provider, model: previous.model };
+      const reason = previous.error;
       emit({
-        type: 'model_attempt',
+        type: 'model_fallback',
         runId,
         turnIndex: turn.index,
         invocationId,
-        attemptId: `${invocationId}.${attempt}`,
-        attempt,
-        ...to,
+        from,
+        to,
+        ...(reason ? { reason } : {}),
       });
-      let stream: Observable<StreamEvent>;
+    }
+    previous = to;
+    const attemptId = `${invocationId}.${attempt}`;
+    emit({ type: 'model_attempt', runId, turnIndex: turn.index, invocationId, attemptId, attempt, ...to });
+    try {
+      return req.provider.stream(req.model, req.messages, {
+        systemPrompt: req.systemPrompt,
+        tools: req.tools,
+        ...(req.toolChoice !== undefined ? { toolChoice: req.toolChoice } : {}),
+        options: req.options === undefined ? { signal: run.signal } : { ...req.options, signal: run.signal },
+      });
+    } catch (error) {
+      return contractFailure(req, turn, `Provider ${req.provider.id} threw in stream(): ${errorMessageOf(error)}`);
+    }
+  };
+
+  if (run.wrapModelCall === undefined) {
+    // No wrappers: the provider's stream is consumed directly, with no operator between it and the loop (the
+    // per-delta path).
+    const stream = open(request);
+    if (!isObservable(stream)) {
+      terminal = stream.message;
+    } else {
       try {
-        stream = req.provider.stream(req.model, req.messages, {
-          systemPrompt: req.systemPrompt,
-          tools: req.tools,
-          ...(req.toolChoice !== undefined ? { toolChoice: req.toolChoice } : {}),
-          options: req.options === undefined ? { signal: run.signal } : { ...req.options, signal: run.signal },
-        });
+        yield* suspend(stream, undefined, onEvent);
       } catch (error) {
-        return [contractFailure(req, turn, `Provider ${req.provider.id} threw in stream(): ${errorMessageOf(error)}`)];
+        // Cancellation is closed by the loop, from the last snapshot.
+        if (run.signal.aborted) throw run.signal.reason;
+        terminal = failure(run, turn, `Provider ${run.provider.id} stream failed: ${errorMessageOf(error)}`);
       }
-      return stream.pipe(
-        tap((event) => {
-          if (event.type === 'error') previous = { ...current, error: event.message.errorMessage ?? event.errorKind };
-        }),
-        // A provider whose Observable errors broke its contract (failures are values): end the call as an error event.
-        catchError((error: unknown) =>
-          run.signal.aborted
-            ? throwError(() => error)
-            : [contractFailure(req, turn, `Provider ${req.provider.id} stream failed: ${errorMessageOf(error)}`)],
-        ),
+    }
+  } else {
+    // The call itself, the innermost layer of the onion: every subscription is an attempt.
+    const send: ModelCallNext = (req) =>
+      defer(() => {
+        const stream = open(req);
+        if (!isObservable(stream)) return [stream];
+        const current = previous!;
+        return stream.pipe(
+          tap((event) => {
+            if (event.type === 'error') current.error = event.message.errorMessage ?? event.errorKind;
+          }),
+          // A provider whose Observable errors broke its contract (failures are values): end the call as an error.
+          catchError((error: unknown) =>
+            run.signal.aborted
+              ? throwError(() => error)
+              : [contractFailure(req, turn, `Provider ${req.provider.id} stream failed: ${errorMessageOf(error)}`)],
+          ),
+        );
+      });
+    try {
+      yield* suspend(
+        run.wrapModelCall(request, { ...hookContext(run, turn.index), invocationId }, send),
+        undefined,
+        onEvent,
       );
-    });
-  const source =
-    run.wrapModelCall === undefined
-      ? send(request)
-      : run.wrapModelCall(request, { ...hookContext(run, turn.index), invocationId }, send);
-  try {
-    yield* suspend(source, undefined, onEvent);
-  } catch (error) {
-    // Cancellation is closed by the loop, from the last snapshot; a wrapper's bug is a HookError.
-    if (run.signal.aborted) throw run.signal.reason;
-    if (error instanceof HookError) throw error;
-    terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
+    } catch (error) {
+      // Cancellation is closed by the loop, from the last snapshot; a wrapper's bug is a HookError.
+      if (run.signal.aborted) throw run.signal.reason;
+      if (error instanceof HookError) throw error;
+      terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
+    }
   }
   terminal ??= failure(run, turn, `Provider ${run.provider.id} stream completed without a terminal event`);
   const message = terminal!;

@@ -3,8 +3,7 @@
  * rewrite (`afterToolCall`), and answer every call exactly once, in the model's order.
  * @module
  */
-import { asyncScheduler, catchError, defer, from, isObservable, map, Observable, of, throwError } from 'rxjs';
-import { executeToolCalls } from '../../operators/execute-tool-calls.js';
+import { asyncScheduler, catchError, defer, from, isObservable, map, mergeMap, Observable, of, throwError } from 'rxjs';
 import type { HookContext } from '../middleware/types.js';
 import type { ToolCallNext, ToolCallRequest, ToolOutcome } from '../middleware/wrapper-types.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
@@ -72,8 +71,9 @@ export function* runToolBatch(
       // One call needs no concurrency: run it in place (the common case; no operator chain per turn).
       yield* executeCall(run, turn, assistant, runnable[0]!, ctx);
     } else if (runnable.length > 1) {
+      // One mergeMap for the batch; each call records its own outcome (by index), so nothing needs to be emitted.
       const batch$ = from(runnable).pipe(
-        executeToolCalls((call) => fromOp(() => executeCall(run, turn, assistant, call, ctx)), run.toolConcurrency),
+        mergeMap((call) => fromOp(() => executeCall(run, turn, assistant, call, ctx)), run.toolConcurrency),
       );
       yield* suspend(batch$, undefined);
     }

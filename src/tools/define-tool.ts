@@ -5,26 +5,13 @@
 import { z } from 'zod';
 import { ConfigurationError } from '../types/errors.js';
 import type { JsonSchema } from '../types/provider.js';
-import type { AgentTool, ToolExecuteContext, ToolExecuteResult, ToolExecutionMode } from '../types/tool.js';
+import type { AgentTool } from '../types/tool.js';
 
-/** The definition {@link defineTool} takes. */
-export interface ToolSpec<TSchema extends z.ZodType, TDetails> {
-  /** What the model calls it: letters, digits, `_` and `-`, at most 64 characters (what every API accepts). */
-  readonly name: string;
-  /** What it does, for the model. */
-  readonly description: string;
-  /** The arguments, as a zod schema (usually `z.object`). */
-  readonly parameters: TSchema;
-  readonly executionMode?: ToolExecutionMode;
-  readonly timeoutMs?: number;
-  /** Re-running it is safe: a `retry` wrapper may retry it when it throws (never otherwise). */
-  readonly idempotent?: boolean;
-  execute(
-    toolCallId: string,
-    params: z.output<TSchema>,
-    context: ToolExecuteContext<TDetails>,
-  ): ToolExecuteResult<TDetails>;
-}
+/**
+ * The definition {@link defineTool} takes: a tool without its JSON Schema, which is derived from `parameters`. `name`
+ * must be letters, digits, `_` and `-`, at most 64 characters (what every API accepts).
+ */
+export type ToolSpec<TSchema extends z.ZodType, TDetails> = Omit<AgentTool<TSchema, TDetails>, 'inputSchema'>;
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -71,11 +58,19 @@ export function defineTool<TSchema extends z.ZodType, TDetails = unknown>(
   if (spec.executionMode !== undefined && spec.executionMode !== 'parallel' && spec.executionMode !== 'sequential') {
     throw new ConfigurationError(`defineTool: executionMode of tool "${spec.name}" must be "parallel" or "sequential"`);
   }
+  const inputSchema = toInputSchema(spec.name, spec.parameters);
+  // zod 4 compiles an object schema's fast parser on its first synchronous parse: do it here, at definition, so the
+  // first call of the tool (often on a latency-sensitive path) does not pay for the compilation.
+  try {
+    spec.parameters.safeParse({});
+  } catch {
+    // a schema with async refinements compiles on its own first (async) parse
+  }
   return {
     name: spec.name,
     description: spec.description,
     parameters: spec.parameters,
-    inputSchema: toInputSchema(spec.name, spec.parameters),
+    inputSchema,
     ...(spec.executionMode !== undefined ? { executionMode: spec.executionMode } : {}),
     ...(spec.timeoutMs !== undefined ? { timeoutMs: spec.timeoutMs } : {}),
     ...(spec.idempotent === true ? { idempotent: true } : {}),
