@@ -10,11 +10,8 @@
  * {@link parseToolArguments} is the strict parse for that.
  */
 export function parsePartialJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    // cut off somewhere: complete it below
-  }
+  // No JSON.parse attempt on the raw text first: while arguments stream, it fails on almost every delta, and a thrown
+  // SyntaxError costs more than the scan below (which ends with one parse that succeeds).
   // One pass over the text, remembering the last point where everything before it is complete JSON once the open
   // containers are closed. A string value cut mid-way is kept (closed), since previews of long arguments matter.
   const stack: { close: '}' | ']'; expectKey: boolean }[] = [];
