@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { merge, share, tap, type Observable } from 'rxjs';
 import { z } from 'zod';
-import { Agent, defineTool, type Message } from '../index.js';
+import { Agent, defineTool, type Message, type Provider } from '../index.js';
 import { ofType, textDeltas } from '../../operators/index.js';
 import { FauxProvider, fauxMessage, fauxToolCall } from '../testing/index.js';
 
@@ -16,11 +16,12 @@ const HELP = `Usage: cubepi [prompt] [options]
 Runs an agent and streams its answer, its tool calls and a summary.
 
 Options:
+  --provider <p> anthropic | openai | openai-responses: a real model through its official SDK (the key from
+                 ANTHROPIC_API_KEY / OPENAI_API_KEY); default: cubepi's scripted FauxProvider, no network, no keys
+  --model <id>   the model id (default: claude-sonnet-4-5 / gpt-4.1)
   --events       print every agent event as a JSON line instead of the readable view
   --delay <ms>   pause between streamed chunks of the offline model (default 12)
-  -h, --help     show this help
-
-Without a provider option the model is cubepi's scripted FauxProvider: no network, no keys.`;
+  -h, --help     show this help`;
 
 const CITIES: Record<string, { temperature: number; sky: string }> = {
   paris: { temperature: 18, sky: 'light rain' },
@@ -64,6 +65,30 @@ function offlineProvider(delayMs: number): FauxProvider {
   });
 }
 
+/** The provider and model to run: offline by default; a real SDK-backed provider on request (loaded only then). */
+async function chooseProvider(
+  name: string | undefined,
+  model: string | undefined,
+  delayMs: number,
+): Promise<{ provider: Provider; model: string } | string> {
+  switch (name) {
+    case undefined:
+      return { provider: offlineProvider(delayMs), model: model ?? 'faux' };
+    case 'anthropic': {
+      const { AnthropicProvider } = await import('../providers/anthropic.js');
+      return { provider: new AnthropicProvider(), model: model ?? 'claude-sonnet-4-5' };
+    }
+    case 'openai':
+    case 'openai-responses': {
+      const { OpenAIProvider, OpenAIResponsesProvider } = await import('../providers/openai.js');
+      const provider = name === 'openai' ? new OpenAIProvider() : new OpenAIResponsesProvider();
+      return { provider, model: model ?? 'gpt-4.1' };
+    }
+    default:
+      return `unknown --provider ${JSON.stringify(name)} (anthropic, openai or openai-responses)`;
+  }
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: [...argv],
@@ -71,6 +96,8 @@ async function main(argv: readonly string[]): Promise<number> {
     options: {
       events: { type: 'boolean', default: false },
       delay: { type: 'string', default: '12' },
+      provider: { type: 'string' },
+      model: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -84,9 +111,14 @@ async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   const prompt = positionals.join(' ') || 'What is the weather in Paris and Oslo?';
+  const chosen = await chooseProvider(values.provider, values.model, delayMs);
+  if (typeof chosen === 'string') {
+    process.stderr.write(`cubepi: ${chosen}\n`);
+    return 2;
+  }
   const agent = new Agent({
-    provider: offlineProvider(delayMs),
-    model: 'faux',
+    provider: chosen.provider,
+    model: chosen.model,
     systemPrompt: 'You are a concise weather assistant.',
     tools: [weather],
   });
