@@ -73,6 +73,32 @@ describe('MessageAssembler', () => {
     expect(after.content[1]).not.toBe(before.content[1]);
   });
 
+  it('keeps every character across a long stream of deltas in interleaved blocks', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startThinking();
+    asm.startText();
+    asm.startToolCall('c1', 'echo');
+    asm.toolCallDelta(2, '{"s":"');
+    let expected = '';
+    let partial = asm.textDelta(1, '').partial;
+    for (let i = 0; i < 20_000; i++) {
+      const piece = String.fromCharCode(97 + (i % 26)) + (i % 1000 === 0 ? String(i) : '');
+      expected += piece;
+      asm.thinkingDelta(0, piece);
+      asm.toolCallDelta(2, piece);
+      partial = asm.textDelta(1, piece).partial;
+    }
+    asm.toolCallDelta(2, '"}');
+    expect(partial.content[1]).toEqual({ type: 'text', text: expected });
+    const done = asm.done('toolUse');
+    expect(done.type === 'done' && done.message.content).toEqual([
+      { type: 'thinking', thinking: expected },
+      { type: 'text', text: expected },
+      { type: 'toolCall', id: 'c1', name: 'echo', arguments: { s: expected } },
+    ]);
+  });
+
   it('previews tool arguments tolerantly, then parses them strictly at the end', () => {
     const asm = new MessageAssembler({ provider: 'p', model: 'm' });
     asm.start();

@@ -49,6 +49,7 @@ export interface MessageAssemblerInit {
 export class MessageAssembler {
   private blocks: AssistantContent[] = [];
   private readonly rawArguments = new Map<number, string>();
+  private appendsSinceFlatten = 0;
   private usage: Usage = EMPTY_USAGE;
   private responseId: string | undefined;
   private model: string;
@@ -104,7 +105,7 @@ export class MessageAssembler {
   /** Appends text to the block at `contentIndex`. */
   textDelta(contentIndex: number, delta: string): TextDeltaEvent {
     const block = this.blockAt(contentIndex, 'text');
-    const text = block.text + delta;
+    const text = this.append(block.text, delta);
     this.replace(
       contentIndex,
       block.signature === undefined ? { type: 'text', text } : { type: 'text', text, signature: block.signature },
@@ -145,7 +146,7 @@ export class MessageAssembler {
   /** Appends thinking text to the block at `contentIndex`. */
   thinkingDelta(contentIndex: number, delta: string): ThinkingDeltaEvent {
     const block = this.blockAt(contentIndex, 'thinking');
-    this.replace(contentIndex, { ...block, thinking: block.thinking + delta });
+    this.replace(contentIndex, { ...block, thinking: this.append(block.thinking, delta) });
     return { type: 'thinking_delta', contentIndex, delta, partial: this.current };
   }
 
@@ -171,7 +172,7 @@ export class MessageAssembler {
   /** Appends a fragment of argument JSON; the snapshot's `arguments` is a tolerant parse of the text so far. */
   toolCallDelta(contentIndex: number, delta: string): ToolCallDeltaEvent {
     const block = this.blockAt(contentIndex, 'toolCall');
-    const raw = (this.rawArguments.get(contentIndex) ?? '') + delta;
+    const raw = this.append(this.rawArguments.get(contentIndex) ?? '', delta);
     this.rawArguments.set(contentIndex, raw);
     const preview = parsePartialJson(raw);
     const args = isRecord(preview) ? preview : block.arguments;
@@ -223,6 +224,24 @@ export class MessageAssembler {
   /** A call left open by a terminal event is parsed strictly too: a cut-off call must not look valid. */
   private finishOpenToolCalls(): void {
     for (const index of [...this.rawArguments.keys()]) this.finishToolCall(index);
+  }
+
+  /**
+   * `text + delta`, flattened now and then. V8 builds each `+` as a rope node pointing at the previous text, so a
+   * 100,000-delta answer is a 100,000-node chain that stays alive (the latest text holds it) and that every young
+   * garbage collection copies while it grows. Reading a character flattens the rope into one string, so its nodes die
+   * young. Flattening copies the text, so it happens when the appends since the last flatten reach 1/16 of the text's
+   * length (and at least 256): amortised O(1) per character, and on a long stream garbage collection goes from the
+   * largest cost of a delta to a small one.
+   */
+  private append(text: string, delta: string): string {
+    const joined = text + delta;
+    const since = ++this.appendsSinceFlatten;
+    if (since >= 256 && since * 16 >= joined.length) {
+      joined.charCodeAt(0);
+      this.appendsSinceFlatten = 0;
+    }
+    return joined;
   }
 
   private blockAt<T extends AssistantContent['type']>(
