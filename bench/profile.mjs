@@ -1,5 +1,5 @@
 // CPU profile of one adapter on one workload, measured part only.
-//   node profile.mjs w1 '{"T":1000}' [--reps 10] [--adapter cubepi] [--interval 100]
+//   node profile.mjs w1 '{"T":1000}' [--reps 10] [--warm 3] [--adapter cubepi] [--interval 100]
 // Runs itself as a child under `node --cpu-prof` (profiles/<adapter>-<w>.cpuprofile): the child warms up, then runs the
 // workload --reps times and writes the monotonic time window of those reps next to the profile. The summary
 // (profile-summary.mjs) then counts only the samples inside that window, so module loading and warm-up are left out;
@@ -16,6 +16,7 @@ const positional = args.filter((a, i) => !a.startsWith("--") && !(i > 0 && args[
 const [w = "w1", paramsJson = "{}"] = positional;
 const adapter = opt("--adapter", "cubepi");
 const reps = Number(opt("--reps", "10"));
+const warm = Number(opt("--warm", "3")); // --warm 0: profile a cold process, the way run.mjs measures
 const name = `${adapter}-${w}`;
 const dir = path.join(here, "profiles");
 
@@ -24,7 +25,7 @@ if (args.includes("--child")) {
   const mod = await import(pathToFileURL(path.join(here, "adapters", `${adapter}.mjs`)).href);
   const params = JSON.parse(paramsJson);
   const once = async () => { resetMarkers(); resetSource(); await mod[w](params); killLeakedTickers(); };
-  for (let i = 0; i < 3; i++) await once(); // warm-up: JIT, lazy initialisation
+  for (let i = 0; i < warm; i++) await once(); // warm-up: JIT, lazy initialisation
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < reps; i++) await once();
   const t1 = process.hrtime.bigint();
@@ -33,7 +34,7 @@ if (args.includes("--child")) {
 }
 
 fs.mkdirSync(dir, { recursive: true });
-const child = spawnSync(process.execPath, ["--cpu-prof", "--cpu-prof-interval", opt("--interval", "100"), "--cpu-prof-dir", dir, "--cpu-prof-name", `${name}.cpuprofile`, fileURLToPath(import.meta.url), "--child", w, paramsJson, "--adapter", adapter, "--reps", String(reps)], { stdio: "inherit", cwd: here });
+const child = spawnSync(process.execPath, ["--cpu-prof", "--cpu-prof-interval", opt("--interval", "100"), "--cpu-prof-dir", dir, "--cpu-prof-name", `${name}.cpuprofile`, fileURLToPath(import.meta.url), "--child", w, paramsJson, "--adapter", adapter, "--reps", String(reps), "--warm", String(warm)], { stdio: "inherit", cwd: here });
 if (child.status !== 0) process.exit(child.status ?? 1);
 const summary = spawnSync(process.execPath, [path.join(here, "profile-summary.mjs"), path.join(dir, `${name}.cpuprofile`), "--window", path.join(dir, `${name}.window.json`), "--top", opt("--top", "30")], { encoding: "utf8", cwd: here });
 process.stdout.write(summary.stdout + summary.stderr);

@@ -42,7 +42,7 @@ import { isPromiseLike } from './drive.js';
 import { checkMessage, toMessage, toMessages } from './input.js';
 import { EventHub } from './event-hub.js';
 import { interruptedToolResults } from './interrupted-tool-results.js';
-import { runAgentLoop } from './run-agent-loop.js';
+import { runAgentLoopOn } from './run-agent-loop.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
 
 /** How a queue hands messages to the loop: one per model call, or all at once. */
@@ -454,8 +454,8 @@ export class Agent {
       },
     };
     const run$ = this.restored
-      ? defer(() => this.loop$(prompts(), options, controller.signal))
-      : this.restore$().pipe(switchMap(() => this.loop$(prompts(), options, controller.signal)));
+      ? defer(() => this.loop$(prompts(), options, controller))
+      : this.restore$().pipe(switchMap(() => this.loop$(prompts(), options, controller)));
     run.subscription = run$.subscribe(observer);
     return run;
   }
@@ -484,29 +484,36 @@ export class Agent {
   }
 
   /** The run itself: the loop over the current transcript, through the checkpoint sink when there is one. */
-  private loop$(prompts: Message[], options: RunOptions | undefined, signal: AbortSignal): Observable<AgentEvent> {
-    const loop$ = runAgentLoop({
-      provider: this.provider,
-      model: this.model,
-      history: this.messages,
-      prompts,
-      systemPrompt: this.systemPrompt,
-      tools: this.tools,
-      hooks: this.middleware.hooks,
-      wrappers: this.middleware.wrappers,
-      hookOwner: EXPLICIT_HOOKS_NAME,
-      toolExecution: this.options.toolExecution,
-      toolConcurrency: this.options.toolConcurrency,
-      toolTimeoutMs: this.options.toolTimeoutMs,
-      streamOptions: this.options.streamOptions,
-      toolChoice: this.options.toolChoice,
-      threadId: this.options.threadId,
-      deadlineMs: options?.deadlineMs ?? this.options.deadlineMs,
-      getSteeringMessages: () => this.takeSteering(),
-      getFollowUpMessages: () => this.takeFollowUps(),
-      signal,
-      extra: this.extra,
-    });
+  private loop$(
+    prompts: Message[],
+    options: RunOptions | undefined,
+    controller: AbortController,
+  ): Observable<AgentEvent> {
+    // The run's own controller is the loop's: abort() reaches tools, hooks and the provider in one dispatch.
+    const loop$ = runAgentLoopOn(
+      {
+        provider: this.provider,
+        model: this.model,
+        history: this.messages,
+        prompts,
+        systemPrompt: this.systemPrompt,
+        tools: this.tools,
+        hooks: this.middleware.hooks,
+        wrappers: this.middleware.wrappers,
+        hookOwner: EXPLICIT_HOOKS_NAME,
+        toolExecution: this.options.toolExecution,
+        toolConcurrency: this.options.toolConcurrency,
+        toolTimeoutMs: this.options.toolTimeoutMs,
+        streamOptions: this.options.streamOptions,
+        toolChoice: this.options.toolChoice,
+        threadId: this.options.threadId,
+        deadlineMs: options?.deadlineMs ?? this.options.deadlineMs,
+        getSteeringMessages: () => this.takeSteering(),
+        getFollowUpMessages: () => this.takeFollowUps(),
+        extra: this.extra,
+      },
+      controller,
+    );
     const checkpointer = this.checkpointer;
     if (checkpointer === undefined) return loop$;
     return loop$.pipe(

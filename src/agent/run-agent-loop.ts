@@ -73,9 +73,21 @@ let runCounter = 0;
  *   .subscribe((text) => process.stdout.write(text));
  */
 export function runAgentLoop(options: RunAgentLoopOptions): Observable<AgentEvent> {
+  return runAgentLoopOn(options, undefined);
+}
+
+/**
+ * {@link runAgentLoop} aborting `shared` instead of a controller of its own, for a caller that already holds one per
+ * run (the Agent): one controller and one `abort` dispatch instead of two linked ones. `shared` must be fresh for
+ * each subscription; `options.signal` is still honoured. Internal: not exported from the package.
+ */
+export function runAgentLoopOn(
+  options: RunAgentLoopOptions,
+  shared: AbortController | undefined,
+): Observable<AgentEvent> {
   validateLoopOptions(options);
   return new Observable<AgentEvent>((subscriber) => {
-    const controller = new AbortController();
+    const controller = shared ?? new AbortController();
     const { signal } = controller;
     const abort = (reason: unknown) => {
       if (!signal.aborted) controller.abort(reason);
