@@ -1,5 +1,7 @@
 // CPU profile of one adapter on one workload, measured part only.
 //   node profile.mjs w1 '{"T":1000}' [--reps 10] [--warm 3] [--adapter cubepi] [--interval 100]
+//   PROFILE_NODE_FLAGS="--no-opt --no-sparkplug" node profile.mjs ...   (node flags for the child: e.g. the interpreter
+//   alone, which is where a cold process such as a W1 T=200 run spends most of its turns)
 // Runs itself as a child under `node --cpu-prof` (profiles/<adapter>-<w>.cpuprofile): the child warms up, then runs the
 // workload --reps times and writes the monotonic time window of those reps next to the profile. The summary
 // (profile-summary.mjs) then counts only the samples inside that window, so module loading and warm-up are left out;
@@ -34,7 +36,7 @@ if (args.includes("--child")) {
 }
 
 fs.mkdirSync(dir, { recursive: true });
-const child = spawnSync(process.execPath, ["--cpu-prof", "--cpu-prof-interval", opt("--interval", "100"), "--cpu-prof-dir", dir, "--cpu-prof-name", `${name}.cpuprofile`, fileURLToPath(import.meta.url), "--child", w, paramsJson, "--adapter", adapter, "--reps", String(reps), "--warm", String(warm)], { stdio: "inherit", cwd: here });
+const child = spawnSync(process.execPath, [...(process.env.PROFILE_NODE_FLAGS ?? "").split(" ").filter(Boolean), "--cpu-prof", "--cpu-prof-interval", opt("--interval", "100"), "--cpu-prof-dir", dir, "--cpu-prof-name", `${name}.cpuprofile`, fileURLToPath(import.meta.url), "--child", w, paramsJson, "--adapter", adapter, "--reps", String(reps), "--warm", String(warm)], { stdio: "inherit", cwd: here });
 if (child.status !== 0) process.exit(child.status ?? 1);
 const summary = spawnSync(process.execPath, [path.join(here, "profile-summary.mjs"), path.join(dir, `${name}.cpuprofile`), "--window", path.join(dir, `${name}.window.json`), "--top", opt("--top", "30")], { encoding: "utf8", cwd: here });
 process.stdout.write(summary.stdout + summary.stderr);
