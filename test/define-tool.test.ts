@@ -56,6 +56,25 @@ describe('defineTool', () => {
     expect(await outcome).toEqual({ ok: false, message: 'Invalid arguments for tool "slow":\n- name: too short' });
   });
 
+  it("runs none of the schema's refinements or transforms at definition, and an async check once per call", async () => {
+    const ran: string[] = [];
+    const parameters = z
+      .object({ n: z.number().optional() })
+      .refine(async ({ n }) => (ran.push('refine'), n !== 13), 'unlucky')
+      .transform((value) => (ran.push('transform'), value));
+    const tool = defineTool({ name: 'probe', description: 'd', parameters, execute: () => 'ok' });
+    expect(ran).toEqual([]);
+    // The first validation learns that the schema is asynchronous (a synchronous attempt, then the real parse).
+    expect(await validateToolArguments(tool, { n: 1 })).toEqual({ ok: true, args: { n: 1 } });
+    expect(ran).toEqual(['refine', 'refine', 'transform']);
+    ran.length = 0;
+    expect(await validateToolArguments(tool, { n: 13 })).toEqual({
+      ok: false,
+      message: 'Invalid arguments for tool "probe":\n- (arguments): unlucky',
+    });
+    expect(ran).toEqual(['refine']);
+  });
+
   it.each([
     [{ name: 'has space' }, /invalid tool name "has space"/],
     [{ name: '' }, /invalid tool name ""/],

@@ -550,7 +550,7 @@ export class Agent {
         this.errorMessage = undefined;
         break;
       case 'message_start':
-      case 'message_update':
+        // (`message_update`, the per-delta event, is applied in the run's observer, which never calls this.)
         if (event.message.role !== 'assistant') return;
         this.streamingMessage = event.message;
         break;

@@ -24,11 +24,7 @@ export class EventHub<T> {
     };
   }
 
-  /** Whether any sink is listening. */
-  get observed(): boolean {
-    return this.sinks.length > 0;
-  }
-
+  /** Delivers `value` to every sink added before this call. */
   emit(value: T): void {
     const sinks = this.sinks;
     for (let i = 0; i < sinks.length; i++) sinks[i]!(value);

@@ -58,14 +58,9 @@ export function defineTool<TSchema extends z.ZodType, TDetails = unknown>(
   if (spec.executionMode !== undefined && spec.executionMode !== 'parallel' && spec.executionMode !== 'sequential') {
     throw new ConfigurationError(`defineTool: executionMode of tool "${spec.name}" must be "parallel" or "sequential"`);
   }
+  // No warm-up parse here: parsing a probe value would run the schema's own callbacks (defaults, transforms,
+  // refinements, possibly async ones nobody awaits) at definition. zod compiles its parser on the first real call.
   const inputSchema = toInputSchema(spec.name, spec.parameters);
-  // zod 4 compiles an object schema's fast parser on its first synchronous parse: do it here, at definition, so the
-  // first call of the tool (often on a latency-sensitive path) does not pay for the compilation.
-  try {
-    spec.parameters.safeParse({});
-  } catch {
-    // a schema with async refinements compiles on its own first (async) parse
-  }
   return {
     name: spec.name,
     description: spec.description,
@@ -102,25 +97,33 @@ function toInputSchema(name: string, schema: z.ZodType): JsonSchema {
 export type ValidationOutcome =
   { readonly ok: true; readonly args: Record<string, unknown> } | { readonly ok: false; readonly message: string };
 
+/** Schemas known to need an asynchronous parse (they met an async refinement or transform once). */
+const asyncSchemas = new WeakSet<z.ZodType>();
+
 /**
- * Validates arguments against a tool's schema. Synchronous unless the schema has async refinements (then a Promise).
- * The failure message lists every issue by field path, for the model to act on.
+ * Validates arguments against a tool's schema. Synchronous unless the schema has async refinements or transforms
+ * (then a Promise). The failure message lists every issue by field path, for the model to act on.
+ *
+ * zod cannot tell in advance whether a schema is asynchronous: the first validation with a given schema tries a
+ * synchronous parse, and when that meets an async check, parses again asynchronously (so on that first call the
+ * async check runs twice, and a Promise it rejects in the synchronous attempt is not awaited by anyone: an async
+ * refinement should resolve to `false`, not reject). From then on the schema is parsed asynchronously at once.
  */
 export function validateToolArguments(
   tool: AgentTool<z.ZodType, unknown>,
   args: unknown,
 ): ValidationOutcome | Promise<ValidationOutcome> {
-  let result: z.ZodSafeParseResult<unknown>;
-  try {
-    result = tool.parameters.safeParse(args);
-  } catch (error) {
-    // zod throws when it meets an async refinement in a synchronous parse.
-    if (error instanceof z.core.$ZodAsyncError) {
-      return tool.parameters.safeParseAsync(args).then((async) => outcomeOf(tool.name, async));
+  const schema = tool.parameters;
+  if (!asyncSchemas.has(schema)) {
+    try {
+      return outcomeOf(tool.name, schema.safeParse(args));
+    } catch (error) {
+      // zod throws when it meets an async refinement in a synchronous parse.
+      if (!(error instanceof z.core.$ZodAsyncError)) throw error;
+      asyncSchemas.add(schema);
     }
-    throw error;
   }
-  return outcomeOf(tool.name, result);
+  return schema.safeParseAsync(args).then((async) => outcomeOf(tool.name, async));
 }
 
 function outcomeOf(toolName: string, result: z.ZodSafeParseResult<unknown>): ValidationOutcome {
