@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { computeUsage, MessageAssembler, type StreamEvent } from 'cubepi';
+import { computeUsage, MessageAssembler, type StreamEvent, type ToolCall } from 'cubepi';
 
 describe('MessageAssembler', () => {
   it('builds a message block by block and emits one event per step', () => {
@@ -108,6 +108,57 @@ describe('MessageAssembler', () => {
     asm.toolCallDelta(0, 'mit":3}');
     const end = asm.endToolCall(0);
     expect(end.toolCall).toEqual({ type: 'toolCall', id: 'c', name: 'search', arguments: { query: 'cats', limit: 3 } });
+  });
+
+  it('gives an argument text of up to 4 KB a fresh preview on every delta', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startToolCall('c', 'write');
+    let raw = '{"s":"';
+    asm.toolCallDelta(0, raw);
+    let text = '';
+    while (raw.length + 7 <= 4096) {
+      const piece = 'abcdefg';
+      raw += piece;
+      text += piece;
+      const block = asm.toolCallDelta(0, piece).partial.content[0];
+      expect(block).toEqual({ type: 'toolCall', id: 'c', name: 'write', arguments: { s: text } });
+    }
+    expect(raw.length).toBeGreaterThan(4080);
+  });
+
+  it('parses the preview of a long argument again only every 1/16 of growth past 4 KB, and strictly at the end', () => {
+    const prefix = '{"path":"a","content":"';
+    const json = JSON.stringify({ path: 'a', content: 'x'.repeat(200_000 - prefix.length - 2) });
+    expect(json.startsWith(prefix)).toBe(true);
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    asm.startToolCall('c', 'write');
+    // Each preview parse makes a new `arguments` object; a delta without one keeps the previous object.
+    const previews = new Set<unknown>();
+    const longPreviews = new Set<unknown>();
+    let deltas = 0;
+    for (let end = 20; end <= json.length; end += 20) {
+      const block = asm.toolCallDelta(0, json.slice(end - 20, end)).partial.content[0] as ToolCall;
+      deltas++;
+      previews.add(block.arguments);
+      if (end > 4096) {
+        longPreviews.add(block.arguments);
+        // Never staler than 1/16 of the text: the preview holds all but the last raw.length / 16 characters.
+        const content = (block.arguments as { content: string }).content;
+        expect(content.length).toBeGreaterThanOrEqual(end - prefix.length - end / 16);
+      }
+    }
+    expect(deltas).toBe(10_000);
+    // ~205 deltas up to 4 KB, then one parse per 1/16 of growth: log(200,000 / 4,096) / log(17/16) ≈ 64.
+    expect(longPreviews.size).toBeLessThan(100);
+    expect(previews.size).toBeLessThan(300);
+    expect(asm.endToolCall(0).toolCall).toEqual({
+      type: 'toolCall',
+      id: 'c',
+      name: 'write',
+      arguments: JSON.parse(json) as unknown,
+    });
   });
 
   it('marks a call whose argument text is not valid JSON, keeping the raw text', () => {

@@ -49,8 +49,10 @@ export interface AnthropicProviderOptions {
  * `bad_request`, `aborted`, `unknown`), with the content received so far.
  *
  * Per-request options (`StreamOptions`): `signal`, `maxTokens` (default: the model's largest output, at most 32 000;
- * 8 192 for a model the table does not know), `temperature`, `thinkingBudget` (tokens; enables extended thinking),
- * `cacheRetention`.
+ * 8 192 for a model the table does not know), `temperature`, `thinkingBudget` (tokens > 0 enable manual extended
+ * thinking, `max_tokens` growing by the budget; Claude 5 models only think adaptively, so for them it asks for
+ * adaptive thinking), `thinking` (`'adaptive'` or `'disabled'`: sets the thinking mode explicitly, over
+ * `thinkingBudget`), `cacheRetention`.
  *
  * @example
  * const provider = new AnthropicProvider();                      // ANTHROPIC_API_KEY

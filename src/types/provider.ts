@@ -59,6 +59,28 @@ export interface StreamRequest {
  * };
  */
 export interface Provider {
+  /**
+   * The provider id stamped as `provider` on every message it produces (`anthropic`, `openai`, `openai-responses`
+   * for the built-ins). Cross-provider handoff compares it with the `provider` of each assistant message in the
+   * transcript: only a message of the same id (and model) has its thinking, signatures and reasoning items replayed
+   * as they are; a message of another provider is handed off (its thinking sent as text, its replay data dropped).
+   * Give providers that are not the same API, such as two OpenAI-compatible servers, different ids.
+   */
   readonly id: string;
+  /**
+   * One model call as a **cold** Observable of stream events.
+   *
+   * - Nothing happens before subscription; each subscription sends its own request.
+   * - It emits `start` (left out when the call fails before any response), the block events, then exactly **one
+   *   terminal** `done` or `error`, then completes. Failures of the call (HTTP errors, rate limits, dropped
+   *   connections, malformed or truncated streams) are that terminal `error` event, classified by `errorKind`, with
+   *   the content received so far; the Observable error channel is for bugs.
+   * - Aborting `request.options.signal` while subscribed ends the stream with an `error` event whose `stopReason` and
+   *   `errorKind` are `aborted` (an already aborted signal sends no request).
+   * - Unsubscribing tears the request down (the HTTP connection closes, also while waiting for the first byte) and
+   *   nothing more is emitted.
+   * - `messages` does not change while the call is in flight, but it may be the caller's own array, which grows once
+   *   the call is over: read it when the request is built, and copy it to keep it.
+   */
   stream(model: Model, messages: readonly Message[], request?: StreamRequest): Observable<StreamEvent>;
 }

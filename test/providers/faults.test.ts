@@ -240,6 +240,19 @@ describe.each(CASES)('$name: cancellation', (c) => {
   });
 });
 
+// Chat Completions is left out: its end is `data: [DONE]`, which the openai SDK swallows and then keeps reading until
+// the server closes the response, so the terminal event can only come from the end of the body.
+describe.each(CASES.filter((c) => c.name !== 'OpenAIProvider'))('$name: releasing the connection', (c) => {
+  it('after the terminal event the connection closes, even when the server would keep it open', async () => {
+    server.reply({ kind: 'stall', body: c.body });
+    const collected = await collectStream(stream(c));
+    expectWellFormed(collected);
+    expect(collected.events.at(-1)!.type).toBe('done');
+    expect(collected.message.stopReason).toBe('stop');
+    expect(await (await requestArrived()).closed).toEqual({ finished: false });
+  });
+});
+
 describe('AnthropicProvider: errors inside the stream', () => {
   const anthropic = CASES[0]!;
 

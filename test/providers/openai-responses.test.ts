@@ -281,6 +281,25 @@ describe('OpenAIResponsesProvider: terminal events', () => {
       errorMessage: 'rate_limit_exceeded: Slow down',
     });
   });
+
+  it('a wire event the mapper cannot place (a reasoning item without its summary) → an unknown error, text kept', async () => {
+    const { events, message } = await replayBody(
+      responsesBody([
+        ...textEvents('Half'),
+        {
+          type: 'response.output_item.done',
+          output_index: 1,
+          item: { id: 'rs_1', type: 'reasoning', encrypted_content: 'enc' }, // `summary` is required
+        },
+        { type: 'response.completed', response: { id: 'resp_x', status: 'completed', usage } },
+      ]),
+    );
+    expect(trace(events)).toEqual(['start', 'text_start:0', 'text_delta:0', 'error']);
+    expect(events.at(-1)).toMatchObject({ type: 'error', errorKind: 'unknown' });
+    expect(message).toMatchObject({ stopReason: 'error', errorKind: 'unknown' });
+    expect(message.errorMessage).toMatch(/^Unexpected OpenAI Responses stream event: /);
+    expect(message.content).toEqual([{ type: 'text', text: 'Half' }]);
+  });
 });
 
 describe('OpenAIResponsesProvider: the request', () => {
