@@ -1,4 +1,4 @@
-import { catchError, mergeMap, of, type Observable } from 'rxjs';
+import { catchError, mergeMap, of, tap, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import {
   CheckpointError,
@@ -122,6 +122,78 @@ describe('appendToCheckpoint', () => {
       { saveExtra: 't1', extra: { turns: 1 } },
       { saveExtra: 't1', extra: { turns: 2 } },
     ]);
+  });
+
+  it('saves the extra of turn_end time, though an earlier append is still pending and extra changes meanwhile', () => {
+    const state: Record<string, unknown> = { step: 1, nested: { step: 1 } };
+    let recorded: unknown[] = [];
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      // e's append is pending from 1 to 6; t arrives at 3; u (at 5) changes extra in place, before t's write starts.
+      const source = cold('  -e-t-u-|', events).pipe(
+        tap((event) => {
+          if (event.type === 'tool_execution_start') {
+            state.step = 2;
+            (state.nested as Record<string, unknown>).step = 2;
+          }
+        }),
+      );
+      const append = cold('   -----(r|)', { r: { seq: 1 } });
+      const save = cold('           -|');
+      const { writer, calls } = fakeStore([append], [save]);
+      recorded = calls;
+      const sink = appendToCheckpoint(writer, 't1', { seq: 0, extra: () => state });
+      expectObservable(source.pipe(sink)).toBe('------e(tu|)', events);
+      expectSubscriptions(save.subscriptions).toBe('------^!');
+    });
+    expect(recorded).toEqual([
+      { append: 't1', texts: ['one'], expectedSeq: 0 },
+      { saveExtra: 't1', extra: { nested: { step: 1 }, step: 1 } },
+    ]);
+  });
+
+  it('saves extra as the stores encode it: functions, symbols and undefined fields dropped', () => {
+    let recorded: unknown[] = [];
+    testScheduler().run(({ cold, expectObservable }) => {
+      const { writer, calls } = fakeStore([], [cold('|')]);
+      recorded = calls;
+      const extra = () => ({ plan: 'pro', format: (n: number) => `#${n}`, tag: Symbol('x'), gone: undefined });
+      expectObservable(cold('-t|', events).pipe(appendToCheckpoint(writer, 't1', { seq: 0, extra }))).toBe(
+        '-t|',
+        events,
+      );
+    });
+    expect(recorded).toEqual([{ saveExtra: 't1', extra: { plan: 'pro' } }]);
+    expect(Object.keys((recorded[0] as { extra: object }).extra)).toEqual(['plan']);
+  });
+
+  it('errors with a CheckpointError (saveExtra) for an extra that cannot be encoded, behind the pending write', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const saveFailure = catchError((error: unknown) =>
+      of(
+        error instanceof CheckpointError
+          ? `${error.name} ${error.operation} ${error.threadId}: ${error.message}`
+          : `other: ${String(error)}`,
+      ),
+    );
+    let recorded: unknown[] = [];
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('  -e-t-u-|', events);
+      const append = cold('   ---(r|)', { r: { seq: 1 } });
+      const { writer, calls } = fakeStore([append]);
+      recorded = calls;
+      const message = 'Cannot store extra of thread "t1": it is not JSON-serialisable';
+      const expected = { ...events, x: `CheckpointError saveExtra t1: ${message}` };
+      // The append ahead of the failure completes and its event is emitted first; nothing after it.
+      expectObservable(
+        source.pipe(appendToCheckpoint(writer, 't1', { seq: 0, extra: () => ({ n: 1n }) }), saveFailure),
+      ).toBe('----(ex|)', expected);
+      expectSubscriptions(source.subscriptions).toBe('^--!');
+      expectObservable(
+        cold('-t|', events).pipe(appendToCheckpoint(writer, 't1', { seq: 0, extra: () => cyclic }), saveFailure),
+      ).toBe('-(x|)', expected);
+    });
+    expect(recorded).toEqual([{ append: 't1', texts: ['one'], expectedSeq: 0 }]); // saveExtra was never called
   });
 
   it('without an extra option, lets turn_end through at once and saves nothing', () => {

@@ -16,8 +16,10 @@ import {
   type ObservableInput,
   type ObservableNotification,
 } from 'rxjs';
+import { copyExtra } from '../src/checkpoint/row-codec.js';
+import { toCheckpointError } from '../src/checkpoint/to-checkpoint-error.js';
 import type { AgentEvent } from '../src/types/agent-events.js';
-import { CheckpointError, CubepiError, type CheckpointOperation } from '../src/types/errors.js';
+import { CheckpointError, type CheckpointOperation } from '../src/types/errors.js';
 import type { Message } from '../src/types/messages.js';
 
 /**
@@ -42,9 +44,10 @@ export interface AppendToCheckpointOptions {
    */
   readonly seq: number;
   /**
-   * The `extra` record to save at every `turn_end`, read (and copied) when that event arrives, so the store gets the
-   * record as it was at that turn's end even if the writes ahead of it take a while and the run has moved on. Without
-   * it, `extra` is never saved.
+   * The `extra` record to save at every `turn_end`, read when that event arrives and copied as the stores encode it
+   * (canonical JSON: functions, symbols and `undefined` fields are dropped), so the store gets the record as it was
+   * at that turn's end even if the writes ahead of it take a while and the run has moved on. Without it, `extra` is
+   * never saved.
    */
   readonly extra?: () => Readonly<Record<string, unknown>>;
   /** Called with the new `seq` after each append succeeded, before its `message_end` is emitted. */
@@ -62,8 +65,13 @@ export interface AppendToCheckpointOptions {
  *
  * Errors: a failed write errors the stream with the store's typed error (`ThreadConflictError`, `CheckpointError`);
  * anything else a write throws is wrapped in a `CheckpointError` naming the thread. The events behind the failed
- * write are not emitted. An `extra` or `onAppended` callback that throws errors the stream with its own error. A
- * source error is passed on at once, abandoning a pending write.
+ * write are not emitted. An `onAppended` callback that throws errors the stream with its own error, as its append
+ * completes. At a `turn_end`, an `extra` callback that throws errors the stream with its own error, and an `extra`
+ * record that cannot be encoded (a `BigInt`, a cycle) with a `CheckpointError` (operation `saveExtra`).
+ *
+ * A source error, and those two `turn_end` errors, wait behind the pending writes like an event: the writes ahead of
+ * them complete and their events are emitted first, so the messages that close a failed run are still stored (a
+ * write that fails meanwhile errors the stream with its own error instead).
  *
  * Unsubscribing tears down a pending write: an Observable write is unsubscribed; a Promise cannot be cancelled, so
  * it may still land, and the next append with the old `seq` then meets a `ThreadConflictError` (reload and go on).
@@ -94,11 +102,12 @@ export function appendToCheckpoint(
     defer(() => {
       let seq = options.seq; // per subscription: what this subscription last wrote
       // Notifications, not events, go through the queue: an error or completion waits behind the pending writes.
-      // The extra of each turn end, copied as the event arrives (the run may change it before the write's turn comes).
+      // The extra of each turn end, copied as the event arrives (the run may change it before the write's turn comes),
+      // as JSON: what the store keeps, so a function in it is dropped here as the store would drop it.
       const extras = new Map<AgentEvent, Readonly<Record<string, unknown>>>();
       return source.pipe(
         tap((event) => {
-          if (event.type === 'turn_end' && extra !== undefined) extras.set(event, structuredClone(extra()));
+          if (event.type === 'turn_end' && extra !== undefined) extras.set(event, copyExtra(threadId, extra()));
         }),
         materialize(),
         concatMap((notification): ObservableInput<ObservableNotification<AgentEvent>> => {
@@ -140,10 +149,6 @@ export function appendToCheckpoint(
 /** A store write as a cold Observable whose errors are typed: cubepi's own as they are, others as `CheckpointError`. */
 function write<T>(threadId: string, operation: CheckpointOperation, start: () => ObservableInput<T>): Observable<T> {
   return defer(start).pipe(
-    catchError((error: unknown) =>
-      throwError(() =>
-        error instanceof CubepiError ? error : new CheckpointError({ operation, threadId, cause: error }),
-      ),
-    ),
+    catchError((error: unknown) => throwError(() => toCheckpointError(error, operation, threadId))),
   );
 }

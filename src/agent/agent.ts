@@ -2,17 +2,7 @@
  * The Agent facade: state, queues and runs around {@link runAgentLoop}.
  * @module
  */
-import {
-  defer,
-  lastValueFrom,
-  Observable,
-  of,
-  Subject,
-  switchMap,
-  type Observer,
-  type Subscriber,
-  type Subscription,
-} from 'rxjs';
+import { defer, lastValueFrom, Observable, of, Subject, switchMap, type Observer, type Subscriber } from 'rxjs';
 import { appendToCheckpoint } from '../../operators/append-to-checkpoint.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import {
@@ -104,7 +94,6 @@ export type AgentListener = (event: AgentEvent) => void | PromiseLike<void>;
 interface ActiveRun {
   readonly controller: AbortController;
   subscriber: Subscriber<AgentEvent> | undefined;
-  subscription: Subscription | undefined;
   ended: boolean;
   readonly done: Promise<void>;
   settle(): void;
@@ -166,6 +155,8 @@ export class Agent {
   private seq = 0;
   /** Whether the in-memory transcript is the thread's (restored, or no checkpointer). */
   private restored: boolean;
+  /** The restore in flight, shared by everyone who needs it until it settles (one load at a time). */
+  private restoring: Promise<void> | undefined;
 
   constructor(options: AgentOptions) {
     validateAgentOptions(options);
@@ -248,8 +239,9 @@ export class Agent {
   /**
    * Restores the thread from the checkpointer now (the first run does it anyway): its messages, `extra` and `seq`.
    * A tool batch the process did not finish (a crash) is closed first: each unanswered call gets an `interrupted`
-   * error result, appended to the thread. Resolves at once without a checkpointer or when already restored. Rejects
-   * with the checkpointer's typed error; with {@link AgentBusyError} during a run.
+   * error result, appended to the thread. Resolves at once without a checkpointer or when already restored. A restore
+   * in flight is joined, not repeated: a run started before it settles waits for the same load. Rejects with the
+   * checkpointer's typed error; with {@link AgentBusyError} during a run.
    */
   restore(): Promise<void> {
     if (this.run !== undefined) return Promise.reject(busy('restore'));
@@ -392,7 +384,6 @@ export class Agent {
     const run: ActiveRun & { result: Promise<Message[]> } = {
       controller,
       subscriber,
-      subscription: undefined,
       ended: false,
       done: new Promise<void>((resolve) => (settleDone = resolve)),
       settle: () => {
@@ -453,34 +444,48 @@ export class Agent {
         rejectResult(error);
       },
     };
+    // Restored (always so without a checkpointer): the run starts synchronously, with no Promise in its way.
     const run$ = this.restored
       ? defer(() => this.loop$(prompts(), options, controller))
       : this.restore$().pipe(switchMap(() => this.loop$(prompts(), options, controller)));
-    run.subscription = run$.subscribe(observer);
+    // The agent's own subscription is never unsubscribed: a run ends by its controller (abort, a signal, a deadline, a
+    // prompt$ subscriber leaving), then closes itself and stores what closes it through this subscription.
+    // eslint-disable-next-line rxjs-x/no-ignored-subscription
+    run$.subscribe(observer);
     return run;
   }
 
-  /** Restores the thread when it has not been (a cold Observable of one `undefined`). */
+  /**
+   * Restores the thread when it has not been (a cold Observable of one `undefined`, synchronous when there is nothing
+   * to restore). Whether to restore is decided at subscription, and a restore in flight is joined, not repeated: a
+   * second load finishing late would overwrite what a run has added since.
+   */
   private restore$(): Observable<void> {
     const checkpointer = this.checkpointer;
-    if (checkpointer === undefined || this.restored) return of(undefined);
-    const threadId = this.options.threadId!;
-    return defer(async () => {
-      const data = await checkpointer.load(threadId);
-      let messages = data?.messages ?? [];
-      let seq = data?.seq ?? 0;
-      const interrupted = interruptedToolResults(messages);
-      if (interrupted.length > 0) {
-        ({ seq } = await checkpointer.append(threadId, interrupted, { expectedSeq: seq }));
-        messages = [...messages, ...interrupted];
-      }
-      this.messages = messages;
-      this.messagesSnapshot = undefined;
-      this.seq = seq;
-      if (data !== null) this.extra = { ...data.extra };
-      this.restored = true;
-      this.changed();
+    if (checkpointer === undefined) return of(undefined);
+    return defer(() => {
+      if (this.restored) return of(undefined);
+      return (this.restoring ??= this.load(checkpointer).finally(() => (this.restoring = undefined)));
     });
+  }
+
+  /** Loads the thread (closing a tool batch a crash left open) and makes it the agent's transcript, extra and seq. */
+  private async load(checkpointer: Checkpointer): Promise<void> {
+    const threadId = this.options.threadId!;
+    const data = await checkpointer.load(threadId);
+    let messages = data?.messages ?? [];
+    let seq = data?.seq ?? 0;
+    const interrupted = interruptedToolResults(messages);
+    if (interrupted.length > 0) {
+      ({ seq } = await checkpointer.append(threadId, interrupted, { expectedSeq: seq }));
+      messages = [...messages, ...interrupted];
+    }
+    this.messages = messages;
+    this.messagesSnapshot = undefined;
+    this.seq = seq;
+    if (data !== null) this.extra = { ...data.extra };
+    this.restored = true;
+    this.changed();
   }
 
   /** The run itself: the loop over the current transcript, through the checkpoint sink when there is one. */

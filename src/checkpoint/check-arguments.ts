@@ -7,7 +7,7 @@ import { InvalidInputError } from '../types/errors.js';
 import type { AppendOptions, ListThreadsOptions } from './checkpointer.js';
 
 /** The page size of `listThreads` when no `limit` is given. */
-export const DEFAULT_LIST_LIMIT = 100;
+const DEFAULT_LIST_LIMIT = 100;
 
 /** Throws unless `threadId` is a non-empty string. */
 export function checkThreadId(threadId: unknown): asserts threadId is string {

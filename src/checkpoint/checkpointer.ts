@@ -68,8 +68,10 @@ export interface ThreadInfo {
  *   loses. Every `append` call is atomic: all of its messages are stored, contiguously, or none.
  * - **Copies.** What `load` returns is the caller's to change; what `append` and `saveExtra` were given may be
  *   changed by the caller afterwards without changing the store.
- * - **Failures** are typed: `CheckpointError` (with the thread and the driver's error as `cause`; a failed write
- *   wrote nothing), `CheckpointCorruptionError` (a row that cannot be read back, naming thread and seq),
+ * - **Failures** are typed: `CheckpointError` (with the thread and the driver's error as `cause`; a write refused
+ *   before it reached the store wrote nothing, but one whose connection was lost after its statement or commit
+ *   reached the server, as can happen with PostgreSQL, may have landed: its outcome is unknown, so reload the thread
+ *   before writing again), `CheckpointCorruptionError` (a row that cannot be read back, naming thread and seq),
  *   `CheckpointSchemaError` (a store written by a newer version), `ThreadConflictError` (a lost race). Invalid
  *   arguments (an empty thread id, a bad `limit` or cursor) reject with `InvalidInputError`.
  *

@@ -42,6 +42,15 @@ export function encodeExtra(threadId: string, extra: Readonly<Record<string, unk
   return serialize(extra, 'saveExtra', threadId, 'extra');
 }
 
+/**
+ * A copy of an `extra` record as a store would give it back: its canonical JSON, parsed (functions, symbols and
+ * `undefined` fields dropped, `toJSON` applied, keys sorted). A value that cannot be serialised is the
+ * `CheckpointError` of {@link encodeExtra}.
+ */
+export function copyExtra(threadId: string, extra: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return JSON.parse(encodeExtra(threadId, extra)) as Record<string, unknown>;
+}
+
 function serialize(value: unknown, operation: 'append' | 'saveExtra', threadId: string, what: string): string {
   try {
     return canonicalJson(value);
@@ -80,7 +89,7 @@ export function decodeExtra(threadId: string, text: string, resortKeys = false):
 }
 
 /** A deep copy of a parsed JSON value with every object's keys in sorted order (the order of `canonicalJson`). */
-export function canonicalCopy(value: unknown): unknown {
+function canonicalCopy(value: unknown): unknown {
   if (typeof value !== 'object' || value === null) return value;
   if (Array.isArray(value)) return value.map(canonicalCopy);
   const source = value as Record<string, unknown>;

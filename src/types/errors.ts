@@ -185,11 +185,15 @@ export interface CheckpointErrorDetails {
 
 /**
  * A checkpointer could not do what it was asked: the store is unreachable, the disk is full, the connection was
- * lost, a message cannot be serialised. A failed `append` or `saveExtra` wrote nothing (every write is one
- * transaction). The driver's error is the `cause`; backends never let a raw driver error escape.
+ * lost, a message cannot be serialised. Every write is one transaction, so a failed `append` or `saveExtra` never
+ * wrote part of itself; it wrote nothing when it failed before reaching the store (a message that cannot be
+ * serialised, a closed database, a refused connection). When the connection is lost after the statement or its
+ * commit reached the server (PostgreSQL), the write may have landed: its outcome is unknown, and only a reload
+ * tells. The driver's error is the `cause`; backends never let a raw driver error escape.
  *
- * In a run, this ends the run and `prompt()` rejects with it (the transcript in memory may then hold messages the
- * store does not: reload before continuing). Corruption and schema problems are the subclasses
+ * In a run, this ends the run and `prompt()` rejects with it. Memory and store may then differ (the store may even
+ * hold the write that failed): reload before continuing, as an `Agent` does at its next run. Corruption and schema
+ * problems are the subclasses
  * {@link CheckpointCorruptionError} and {@link CheckpointSchemaError}; a lost race is {@link ThreadConflictError},
  * which is not a failure and not a subclass.
  */

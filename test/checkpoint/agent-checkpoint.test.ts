@@ -39,6 +39,18 @@ function recording(...responses: FauxResponse[]) {
   return { faux, received };
 }
 
+/** A checkpointer that delegates to `store`, with some operations replaced. */
+function wrapped(store: Checkpointer, overrides: Partial<Checkpointer>): Checkpointer {
+  return {
+    load: (t) => store.load(t),
+    append: (t, m, o) => store.append(t, m, o),
+    saveExtra: (t, e) => store.saveExtra(t, e),
+    listThreads: (o) => store.listThreads(o),
+    deleteThread: (t) => store.deleteThread(t),
+    ...overrides,
+  };
+}
+
 describe('an Agent with a checkpointer', () => {
   it('restores the thread at the first prompt and appends every message of the run', async () => {
     const store = new MemoryCheckpointer();
@@ -211,6 +223,89 @@ describe('an Agent with a checkpointer', () => {
       'user',
       'assistant(error)',
     ]);
+  });
+
+  it('restore() not awaited, then prompt(): both wait for one load; memory and store agree, the next prompt() succeeds', async () => {
+    const store = new MemoryCheckpointer();
+    await store.append('race', [userMessage('earlier')]);
+    let loads = 0;
+    const slowFirstLoad = wrapped(store, {
+      load: async (t) => {
+        const data = await store.load(t); // the thread as it is now, delivered late
+        if (++loads === 1) await new Promise((resolve) => setTimeout(resolve, 30));
+        return data;
+      },
+    });
+    const agent = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('one'), fauxMessage('two')] }),
+      model: 'faux',
+      checkpointer: slowFirstLoad,
+      threadId: 'race',
+    });
+    const restoring = agent.restore();
+    await agent.prompt('first');
+    await restoring;
+    expect(loads).toBe(1);
+    const saved = await store.load('race');
+    expect(texts(saved!.messages)).toEqual(['user:earlier', 'user:first', 'assistant:one']);
+    expect(agent.state.messages).toEqual(saved!.messages);
+    const added = await agent.prompt('second'); // with a stale seq, a ThreadConflictError of the agent's own making
+    expect(texts(added)).toEqual(['user:second', 'assistant:two']);
+    expect(agent.state.messages).toEqual((await store.load('race'))!.messages);
+  });
+
+  it('an extra holding a function: the run stores the rest (JSON drops functions) and the agent keeps it', async () => {
+    const store = new MemoryCheckpointer();
+    const format = (n: number) => `#${n}`;
+    const agent = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('ok')] }),
+      model: 'faux',
+      checkpointer: store,
+      threadId: 'fn',
+      extra: { format, plan: 'pro' },
+    });
+    const added = await agent.prompt('go');
+    expect(texts(added)).toEqual(['user:go', 'assistant:ok']);
+    expect((await store.load('fn'))!.extra).toEqual({ plan: 'pro' });
+    expect(agent.state.extra.format).toBe(format);
+  });
+
+  it('a prompt$ subscriber that leaves while an append is pending: the run is closed and stored, memory and store agree', async () => {
+    const store = new MemoryCheckpointer();
+    let appendStarted!: () => void;
+    const started = new Promise<void>((resolve) => (appendStarted = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const slowAppend = wrapped(store, {
+      append: async (t, m, o) => {
+        appendStarted();
+        await released;
+        return store.append(t, m, o);
+      },
+    });
+    const agent = new Agent({
+      // Paced, so the first response is still streaming when the subscriber leaves.
+      provider: new FauxProvider({ responses: [fauxMessage('x'.repeat(400)), fauxMessage('two')], delayMs: 2 }),
+      model: 'faux',
+      checkpointer: slowAppend,
+      threadId: 'left',
+    });
+    const seen: string[] = [];
+    const subscription = agent.prompt$('first').subscribe((event) => seen.push(event.type));
+    await started; // the user message's append is pending
+    subscription.unsubscribe();
+    release();
+    await agent.waitForIdle();
+    expect(seen).not.toContain('message_end'); // the subscriber left before anything was stored
+    const saved = await store.load('left');
+    expect(saved!.messages.map((m) => (m.role === 'assistant' ? `assistant(${m.stopReason})` : m.role))).toEqual([
+      'user',
+      'assistant(aborted)',
+    ]);
+    expect(agent.state.messages).toEqual(saved!.messages);
+    const added = await agent.prompt('second');
+    expect(texts(added)).toEqual(['user:second', 'assistant:two']);
+    expect(agent.state.messages).toEqual((await store.load('left'))!.messages);
   });
 
   it('rejects a checkpointer without a threadId, or with messages, at construction', () => {
