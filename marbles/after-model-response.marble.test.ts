@@ -1,7 +1,7 @@
 // Rule: afterModelResponse — chained with merge semantics; the decision of the last middleware that returned a
 // TurnAction wins.
 import { describe, expect, it } from 'vitest';
-import { composeMiddleware, type AssistantMessage } from 'cubepi';
+import { composeMiddleware, textOf, type AssistantMessage } from 'cubepi';
 import { mergeTurnActions } from 'cubepi/operators';
 import { assistant, hookContext, hookFailure, testScheduler, user, observed } from './helpers.js';
 
@@ -69,6 +69,38 @@ describe('afterModelResponse: chained merge, last decision wins', () => {
     const result = composeMiddleware([{ name: 'one', afterModelResponse: () => ({ decision: 'stop' as const }) }]).hooks
       .afterModelResponse!(original, ctx);
     expect(result).toEqual({ response: original, injectMessages: [], decision: 'stop' });
+  });
+
+  it('a synchronous action followed by an async one switches to the operator mid-chain, keeping what came before', () => {
+    const seen: string[] = [];
+    const saw = (name: string, r: AssistantMessage) => seen.push(`${name} saw ${textOf(r)}`);
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const validator = cold('--v|', { v: { decision: 'loop_to_model' as const, injectMessages: [retry] } });
+      const result = composeMiddleware([
+        { name: 'sync', afterModelResponse: () => ({ response: cleaned, injectMessages: [note], decision: 'stop' }) },
+        { name: 'slow', afterModelResponse: (r: AssistantMessage) => (saw('slow', r), validator) },
+        { name: 'after', afterModelResponse: (r: AssistantMessage) => void saw('after', r) },
+      ]).hooks.afterModelResponse!(original, ctx);
+      // the plain-valued `after` answers at once when `slow` completes
+      expectObservable(observed(result)).toBe('---(r|)', {
+        r: { response: cleaned, injectMessages: [note, retry], decision: 'loop_to_model' },
+      });
+      expectSubscriptions(validator.subscriptions).toBe('^--!');
+    });
+    expect(seen).toEqual(['slow saw **** it', 'after saw **** it']);
+  });
+
+  it('after the switch, a decision taken synchronously stands when the async hooks do not vote', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const silent = cold<never>('--|');
+      const result = composeMiddleware([
+        { name: 'sync', afterModelResponse: () => ({ decision: 'stop' as const, injectMessages: [note] }) },
+        { name: 'silent', afterModelResponse: () => silent },
+      ]).hooks.afterModelResponse!(original, ctx);
+      expectObservable(observed(result)).toBe('--(r|)', {
+        r: { response: original, injectMessages: [note], decision: 'stop' },
+      });
+    });
   });
 
   it('a failing hook fails with a HookError naming it; later hooks are not subscribed', () => {

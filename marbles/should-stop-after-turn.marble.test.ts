@@ -66,6 +66,35 @@ describe('shouldStopAfterTurn: any true stops', () => {
     );
   });
 
+  it('a synchronous false followed by an async true switches to the operator mid-chain; later hooks are not called', () => {
+    const called: string[] = [];
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const budget = cold('--t|', yes);
+      const result = composeMiddleware([
+        { name: 'MaxTurns', shouldStopAfterTurn: () => (called.push('MaxTurns'), false) },
+        { name: 'BudgetCap', shouldStopAfterTurn: () => (called.push('BudgetCap'), budget) },
+        { name: 'Sentinel', shouldStopAfterTurn: () => (called.push('Sentinel'), true) },
+      ]).hooks.shouldStopAfterTurn!(ctx);
+      expectObservable(observed(result)).toBe('---(r|)', { r: true });
+      expectSubscriptions(budget.subscriptions).toBe('^--!');
+    });
+    expect(called).toEqual(['MaxTurns', 'BudgetCap']);
+  });
+
+  it('after the switch, a plain-valued hook still votes: a later true stops', () => {
+    const sentinel = spyHook(() => true);
+    testScheduler().run(({ cold, expectObservable }) => {
+      const budget = cold('--f|', no);
+      const result = composeMiddleware([
+        { name: 'MaxTurns', shouldStopAfterTurn: () => false },
+        { name: 'BudgetCap', shouldStopAfterTurn: () => budget },
+        { name: 'Sentinel', shouldStopAfterTurn: sentinel },
+      ]).hooks.shouldStopAfterTurn!(ctx);
+      expectObservable(observed(result)).toBe('---(r|)', { r: true });
+    });
+    expect(sentinel.calls).toHaveLength(1);
+  });
+
   it('a failing hook fails with a HookError naming it', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const broken = cold<never>('--#', undefined, new Error('meter offline'));

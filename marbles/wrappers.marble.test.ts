@@ -5,6 +5,7 @@ import {
   cache,
   composeMiddleware,
   ConfigurationError,
+  fallback,
   retry,
   type AssistantMessage,
   type Middleware,
@@ -282,5 +283,51 @@ describe('wrapToolCall: the onion', () => {
       expectObservable(result).toBe('-(x|)', { x: threw });
     });
     expect(runs).toBe(1);
+  });
+
+  it('unsubscribing during the backoff wait of an idempotent tool ends the wait at once: the tool ran once', () => {
+    let runs = 0;
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const first = cold('-(x|)', { x: threw });
+      const composed = composeMiddleware([retry({ backoff: { initialMs: 100, jitter: 0 } })]);
+      // the tool throws at 1 ms; the retry would run it again at 101 ms; cancelling at 50 ms ends the wait
+      const result = composed.wrappers.wrapToolCall!(make(true), tctx, () => (runs++, first));
+      expectObservable(result, '50ms !').toBe('');
+      expectSubscriptions(first.subscriptions).toBe('^!');
+    });
+    expect(runs).toBe(1);
+  });
+});
+
+describe('cancellation is never retried nor moved on, even when listed', () => {
+  const A: StreamEvent = {
+    type: 'error',
+    message: { ...M, stopReason: 'aborted', errorMessage: 'Run aborted' } as AssistantMessage,
+    errorKind: 'aborted',
+  };
+
+  it("retry({ retryOn: ['aborted'] }) sends an aborted call once: its error event is the result", () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const attempt = cold('-A|', { A });
+      const spare = cold('-D|', ev);
+      const sent = [attempt, spare];
+      const composed = composeMiddleware([retry({ retryOn: ['aborted'], backoff: { initialMs: 1, jitter: 0 } })]);
+      expectObservable(composed.wrappers.wrapModelCall!(request, ctx, () => sent.shift()!)).toBe('-A|', { A });
+      expectSubscriptions(attempt.subscriptions).toBe('^-!');
+      expectSubscriptions(spare.subscriptions).toBe([]);
+    });
+  });
+
+  it("fallback(targets, { on: ['aborted'] }) never moves an aborted call to the next target", () => {
+    const backup = { provider: { id: 'b', stream: () => undefined as never }, model: { id: 'mb', provider: 'b' } };
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const primary = cold('-A|', { A });
+      const secondary = cold('-D|', ev);
+      const composed = composeMiddleware([fallback([backup], { on: ['aborted'] })]);
+      const call = (req: ModelRequest) => (req.model.id === 'mb' ? secondary : primary);
+      expectObservable(composed.wrappers.wrapModelCall!(request, ctx, call)).toBe('-A|', { A });
+      expectSubscriptions(primary.subscriptions).toBe('^-!');
+      expectSubscriptions(secondary.subscriptions).toBe([]);
+    });
   });
 });

@@ -405,6 +405,56 @@ describe('explicit hooks (Agent options)', () => {
       );
     });
 
+    it.each<[string, unknown, string]>([
+      [
+        'a response that is not an assistant message',
+        { response: userMessage('hi') },
+        'the TurnAction response is not an assistant message',
+      ],
+      ['an unknown decision', { decision: 'maybe' }, 'unknown TurnAction decision "maybe"'],
+      [
+        'injectMessages that is not an array',
+        { injectMessages: userMessage('hi') },
+        'the TurnAction injectMessages is not an array',
+      ],
+    ])('a TurnAction with %s is a hook failure; the run ends consistently', async (_wrong, action, cause) => {
+      const faux = new FauxProvider({
+        responses: [fauxMessage([fauxToolCall('echo', { i: 1 }, { id: 'a' })]), fauxMessage('never')],
+      });
+      let executed = false;
+      const echo = defineTool({
+        name: 'echo',
+        description: 'd',
+        parameters: z.object({ i: z.number() }),
+        execute: () => ((executed = true), 'x'),
+      });
+      const agent = new Agent({
+        provider: faux,
+        model: 'faux',
+        tools: [echo],
+        afterModelResponse: () => action as never,
+      });
+      const events: AgentEvent[] = [];
+      agent.subscribe((e) => void events.push(e));
+      const error = await agent.prompt('go').catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HookError);
+      expect(error).toMatchObject({
+        middleware: 'agent options',
+        hook: 'afterModelResponse',
+        message: `Hook afterModelResponse of middleware "agent options" failed: ${cause}`,
+      });
+      expect(faux.callCount).toBe(1);
+      expect(executed).toBe(false);
+      expect(agent.state.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'toolResult', 'assistant']);
+      expectConsistentTranscript(agent.state.messages);
+      expect(agent.state.messages.at(-1)).toMatchObject({
+        stopReason: 'error',
+        errorMessage: (error as Error).message,
+      });
+      expect(trace(events).at(-1)).toBe('agent_end');
+      expect(agent.state.isStreaming).toBe(false);
+    });
+
     it('in afterToolCall during a parallel batch: siblings are cancelled, every call gets one result, nothing unredacted leaks', async () => {
       const siblingStarted = deferred();
       let siblingSignal: AbortSignal | undefined;

@@ -14,11 +14,13 @@ import {
   type AgentEvent,
   type AssistantMessage,
   type Message,
+  type Middleware,
   type Model,
   type ModelAttemptEvent,
   type ModelFallbackEvent,
   type Provider,
   type StreamEvent,
+  type ToolOutcome,
   type ToolResultMessage,
 } from 'cubepi';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
@@ -268,6 +270,71 @@ describe('cache', () => {
     await make(different).prompt('What is 3+3?');
     expect(different.callCount).toBe(1);
   });
+
+  it('an async store: get may answer with a Promise, awaited before the call', async () => {
+    const map = new Map<string, AssistantMessage>();
+    const lookups: string[] = [];
+    const store = {
+      get: async (key: string) => (await tick(1), lookups.push(key), map.get(key)),
+      set: (key: string, message: AssistantMessage) => void map.set(key, message),
+    };
+    const make = (faux: FauxProvider) => new Agent({ provider: faux, model: 'faux', middleware: [cache({ store })] });
+
+    const first = new FauxProvider({ responses: [fauxMessage('4')] });
+    await make(first).prompt('What is 2+2?');
+    expect([first.callCount, map.size]).toEqual([1, 1]);
+
+    const second = new FauxProvider({ responses: [fauxMessage('never')] });
+    const added = await make(second).prompt('What is 2+2?');
+    expect(second.callCount).toBe(0);
+    expect(added.at(-1)).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: '4' }] });
+    expect((added.at(-1) as AssistantMessage).usage.totalTokens).toBe(0);
+    expect(lookups).toHaveLength(2);
+    expect(lookups[1]).toBe(lookups[0]);
+  });
+
+  it('a write that rejects neither fails the call nor escapes as an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const writes: string[] = [];
+      const store = {
+        get: () => undefined,
+        set: (key: string) => (writes.push(key), Promise.reject(new Error('disk full'))),
+      };
+      const agent = new Agent({
+        provider: new FauxProvider({ responses: [fauxMessage('4')] }),
+        model: 'faux',
+        middleware: [cache({ store })],
+      });
+      const added = await agent.prompt('What is 2+2?');
+      expect(writes).toHaveLength(1);
+      expect(added.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'stop', content: [{ text: '4' }] });
+      expect(agent.state.errorMessage).toBeUndefined();
+      await tick(10); // an unhandled rejection is reported once the microtask queue has drained
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('a write that throws does not fail the call either', async () => {
+    const store = {
+      get: () => undefined,
+      set: () => {
+        throw new Error('read-only store');
+      },
+    };
+    const agent = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('4')] }),
+      model: 'faux',
+      middleware: [cache({ store })],
+    });
+    const added = await agent.prompt('What is 2+2?');
+    expect(added.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'stop', content: [{ text: '4' }] });
+    expect(agent.state.errorMessage).toBeUndefined();
+  });
 });
 
 describe('wrapToolCall', () => {
@@ -379,6 +446,52 @@ describe('wrappers and cancellation', () => {
     expect(seen?.aborted).toBe(true);
     expect(inner?.closed).toBe(true);
     expect(tornDown).toBe(true);
+  });
+
+  it("cancelling during a tool call tears the wrapToolCall layers down and fires the tool's signal", async () => {
+    const log: string[] = [];
+    let toolSignal: AbortSignal | undefined;
+    let layerSignal: AbortSignal | undefined;
+    const stalled = defineTool({
+      name: 'stalled',
+      description: 'd',
+      parameters: z.object({}),
+      execute: (_id, _args, { signal }) => (
+        (toolSignal = signal),
+        log.push('tool started'),
+        new Promise<string>(() => {})
+      ),
+    });
+    const layer = (name: string, phase: 'observe' | 'guard'): Middleware => ({
+      name,
+      phase,
+      wrapToolCall: (call, ctx, next) =>
+        new Observable<ToolOutcome>((subscriber) => {
+          if (name === 'outer') layerSignal = ctx.signal;
+          log.push(`enter ${name}`);
+          const inner = next(call).subscribe(subscriber);
+          return () => (inner.unsubscribe(), log.push(`leave ${name}`));
+        }),
+    });
+    const agent = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage([fauxToolCall('stalled', {}, { id: 's' })])] }),
+      model: 'faux',
+      tools: [stalled],
+      middleware: [layer('outer', 'observe'), layer('inner', 'guard')],
+    });
+    const run = agent.prompt('go');
+    await tick(5);
+    expect(log).toEqual(['enter outer', 'enter inner', 'tool started']);
+    agent.abort();
+    await run;
+    expect(log.slice(3)).toEqual(['leave inner', 'leave outer']);
+    expect(layerSignal?.aborted).toBe(true);
+    expect(toolSignal?.aborted).toBe(true);
+    expectConsistentTranscript(agent.state.messages);
+    expect(agent.state.messages.find((m): m is ToolResultMessage => m.role === 'toolResult')).toMatchObject({
+      toolCallId: 's',
+      isError: true,
+    });
   });
 });
 

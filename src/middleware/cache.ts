@@ -14,6 +14,7 @@ import type { ModelCallContext, ModelCallNext, ModelRequest } from './wrapper-ty
 /** Where cached responses live: a `Map` fits; so does any async store. */
 export interface ResponseStore {
   get(key: string): AssistantMessage | undefined | PromiseLike<AssistantMessage | undefined>;
+  /** Not awaited; a throw or a rejected Promise is ignored (see {@link cache}). */
   set(key: string, message: AssistantMessage): unknown;
 }
 
@@ -30,6 +31,10 @@ export interface CacheOptions {
  * without calling the model (`next` is not called: a `replace`); otherwise it calls the model and stores a
  * successful response (`done`). Error and aborted responses are never stored. A replayed response has zero usage (no
  * tokens were spent) and the current time as its timestamp.
+ *
+ * `store.get` may answer with a Promise (awaited before the call). `store.set` may too, but it is not awaited: the
+ * response goes out at once, and a failed write — a throw or a rejected Promise — is ignored (the next identical
+ * request is simply a miss). Report write failures from the store's own `set` if you need to see them.
  *
  * @example
  * new Agent({ provider, model, middleware: [cache({ store: new Map() })] });
@@ -51,7 +56,7 @@ export function cache(options: CacheOptions): Middleware {
               return of({ type: 'done', message: { ...hit, usage: EMPTY_USAGE, timestamp: Date.now() } });
             return next(request).pipe(
               tap((event) => {
-                if (event.type === 'done') store.set(key, event.message);
+                if (event.type === 'done') write(store, key, event.message);
               }),
             );
           }),
@@ -59,6 +64,21 @@ export function cache(options: CacheOptions): Middleware {
       });
     },
   };
+}
+
+/**
+ * Stores `message`, ignoring a failed write: a throw, or a rejected Promise (without a handler it would be an
+ * unhandled rejection, which ends a Node process by default). A cache that cannot store is only a missed hit next
+ * time; the response goes out either way. There is no channel to report to from here: a store that wants failures
+ * logged logs them in its own `set`.
+ */
+function write(store: ResponseStore, key: string, message: AssistantMessage): void {
+  try {
+    const written = store.set(key, message);
+    if (isPromiseLike(written)) Promise.resolve(written).catch(() => undefined);
+  } catch {
+    // a synchronous failure is ignored the same way
+  }
 }
 
 /**

@@ -9,6 +9,7 @@ import { lastHookWins } from '../../operators/last-hook-wins.js';
 import { mergeToolResultPatch, mergeToolResults } from '../../operators/merge-tool-results.js';
 import { mergeTurnAction, mergeTurnActions, type MergedTurnAction } from '../../operators/merge-turn-actions.js';
 import { stopWhenAny } from '../../operators/stop-when-any.js';
+import { isPromiseLike } from '../agent/drive.js';
 import { ConfigurationError, HookError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import { checkAnswer, type HookAnswers } from './check-answer.js';
@@ -199,10 +200,9 @@ function hookError(hook: HookName, entry: Entry, input: unknown, cause: unknown)
   return new HookError({ middleware: entry.name, hook, inputHash: hashInput(input), cause });
 }
 
+/** Whether an answer must be waited for: a thenable or an Observable (the driver's test, so both agree). */
 function isAsync(answer: unknown): answer is PromiseLike<unknown> | Observable<unknown> {
-  return (
-    isObservable(answer) || (typeof (answer as PromiseLike<unknown> | null)?.then === 'function' && answer !== null)
-  );
+  return isObservable(answer) || isPromiseLike(answer);
 }
 
 /** An answer already obtained, as a checked Observable (for the operator path). */

@@ -14,6 +14,7 @@ import {
   type OperatorFunction,
 } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
+import { isPromiseLike } from '../agent/drive.js';
 import { runAgentLoop } from '../agent/run-agent-loop.js';
 import { composeMiddleware } from '../middleware/compose-middleware.js';
 import type { AgentHooks, Middleware, TurnEndContext } from '../middleware/types.js';
@@ -117,8 +118,8 @@ export function runOneTurn(options: RunOneTurnOptions): Observable<AgentEvent> {
     shouldStopAfterTurn: (ctx: TurnEndContext) => {
       if (stop === undefined) return true;
       const answer = stop(ctx);
-      if (!isObservable(answer) && typeof (answer as PromiseLike<boolean>)?.then !== 'function') return true;
-      return from(answer as Observable<boolean>).pipe(
+      if (!isObservable(answer) && !isPromiseLike(answer)) return true;
+      return from(answer).pipe(
         takeLast(1),
         map(() => true),
         defaultIfEmpty(true),
