@@ -1,9 +1,11 @@
+import { getEventListeners } from 'node:events';
 import { NEVER, Observable, finalize } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   Agent,
   defineTool,
+  MemoryCheckpointer,
   MessageAssembler,
   RunAbortedError,
   runAgentLoop,
@@ -204,6 +206,25 @@ describe('cancellation', () => {
     expect(stats.active).toBe(0);
     const second = await agent.prompt('again', { deadlineMs: 5 });
     expect(second.at(-1)).toMatchObject({ errorMessage: 'Run aborted: deadline of 5 ms exceeded' });
+  });
+
+  it("a run that ends in time releases its deadline timer and the caller's signal", async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const before = timers();
+    const controller = new AbortController();
+    for (const checkpointer of [undefined, new MemoryCheckpointer()]) {
+      const faux = new FauxProvider({ responses: [fauxMessage('done')] });
+      const agent = new Agent({
+        provider: faux,
+        model: 'm',
+        deadlineMs: 60_000,
+        ...(checkpointer ? { checkpointer, threadId: 't' } : {}),
+      });
+      const added = await agent.prompt('go', { signal: controller.signal });
+      expect(added.at(-1)).toMatchObject({ stopReason: 'stop' });
+      expect(timers()).toBe(before);
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    }
   });
 
   it("a caller's signal cancels the run", async () => {

@@ -32,7 +32,7 @@ import { isPromiseLike } from './drive.js';
 import { checkMessage, toMessage, toMessages } from './input.js';
 import { EventHub } from './event-hub.js';
 import { interruptedToolResults } from './interrupted-tool-results.js';
-import { runAgentLoopOn } from './run-agent-loop.js';
+import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
 
 /** How a queue hands messages to the loop: one per model call, or all at once. */
@@ -398,6 +398,7 @@ export class Agent {
     let added: readonly Message[] = [];
     let runId: string | undefined;
     const stored: Message[] = [];
+    let closed = false;
     const deliver = (event: AgentEvent) => {
       this.events.emit(event);
       run.subscriber?.next(event);
@@ -422,11 +423,13 @@ export class Agent {
         deliver(event);
       },
       complete: () => {
+        closed = true;
         run.settle();
         run.subscriber?.complete();
         resolveResult([...added]);
       },
       error: (error: unknown) => {
+        closed = true;
         if (isCheckpointFailure(error)) {
           // What was stored is what the state shows; the next run reloads the thread (after a conflict, with what the
           // other writer stored) before going on.
@@ -444,12 +447,24 @@ export class Agent {
         rejectResult(error);
       },
     };
-    // Restored (always so without a checkpointer): the run starts synchronously, with no Promise in its way.
+    // The agent's own subscription is never unsubscribed: a run ends by its controller (abort, a signal, a deadline, a
+    // prompt$ subscriber leaving), then closes itself and stores what closes it through this subscription.
+    if (this.checkpointer === undefined) {
+      // Nothing to restore or store: the loop delivers to the observer directly (no Subscriber per event), and starts
+      // synchronously. A failure to start reaches the observer as it would through an Observable.
+      try {
+        startAgentLoop(this.loopOptions(prompts(), options), controller, observer);
+      } catch (error) {
+        // After the run's end, a throw is a bug of ours: let it surface rather than end the run twice.
+        if (closed) throw error;
+        observer.error(error);
+      }
+      return run;
+    }
+    // Restored: the run starts synchronously, with no Promise in its way.
     const run$ = this.restored
       ? defer(() => this.loop$(prompts(), options, controller))
       : this.restore$().pipe(switchMap(() => this.loop$(prompts(), options, controller)));
-    // The agent's own subscription is never unsubscribed: a run ends by its controller (abort, a signal, a deadline, a
-    // prompt$ subscriber leaving), then closes itself and stores what closes it through this subscription.
     // eslint-disable-next-line rxjs-x/no-ignored-subscription
     run$.subscribe(observer);
     return run;
@@ -495,30 +510,7 @@ export class Agent {
     controller: AbortController,
   ): Observable<AgentEvent> {
     // The run's own controller is the loop's: abort() reaches tools, hooks and the provider in one dispatch.
-    const loop$ = runAgentLoopOn(
-      {
-        provider: this.provider,
-        model: this.model,
-        history: this.messages,
-        prompts,
-        systemPrompt: this.systemPrompt,
-        tools: this.tools,
-        hooks: this.middleware.hooks,
-        wrappers: this.middleware.wrappers,
-        hookOwner: EXPLICIT_HOOKS_NAME,
-        toolExecution: this.options.toolExecution,
-        toolConcurrency: this.options.toolConcurrency,
-        toolTimeoutMs: this.options.toolTimeoutMs,
-        streamOptions: this.options.streamOptions,
-        toolChoice: this.options.toolChoice,
-        threadId: this.options.threadId,
-        deadlineMs: options?.deadlineMs ?? this.options.deadlineMs,
-        getSteeringMessages: () => this.takeSteering(),
-        getFollowUpMessages: () => this.takeFollowUps(),
-        extra: this.extra,
-      },
-      controller,
-    );
+    const loop$ = runAgentLoopOn(this.loopOptions(prompts, options), controller);
     const checkpointer = this.checkpointer;
     if (checkpointer === undefined) return loop$;
     return loop$.pipe(
@@ -528,6 +520,31 @@ export class Agent {
         onAppended: (seq) => (this.seq = seq),
       }),
     );
+  }
+
+  /** The loop's options for a run over the current transcript. */
+  private loopOptions(prompts: Message[], options: RunOptions | undefined): RunAgentLoopOptions {
+    return {
+      provider: this.provider,
+      model: this.model,
+      history: this.messages,
+      prompts,
+      systemPrompt: this.systemPrompt,
+      tools: this.tools,
+      hooks: this.middleware.hooks,
+      wrappers: this.middleware.wrappers,
+      hookOwner: EXPLICIT_HOOKS_NAME,
+      toolExecution: this.options.toolExecution,
+      toolConcurrency: this.options.toolConcurrency,
+      toolTimeoutMs: this.options.toolTimeoutMs,
+      streamOptions: this.options.streamOptions,
+      toolChoice: this.options.toolChoice,
+      threadId: this.options.threadId,
+      deadlineMs: options?.deadlineMs ?? this.options.deadlineMs,
+      getSteeringMessages: () => this.takeSteering(),
+      getFollowUpMessages: () => this.takeFollowUps(),
+      extra: this.extra,
+    };
   }
 
   private endRun(): void {

@@ -16,8 +16,8 @@ import {
   callHook,
   closingMessage,
   errorResult,
-  hookContext,
   newTurn,
+  turnContext,
   type RunState,
   type TurnState,
 } from './run-state.js';
@@ -86,80 +86,116 @@ export function runAgentLoopOn(
   shared: AbortController | undefined,
 ): Observable<AgentEvent> {
   validateLoopOptions(options);
-  return new Observable<AgentEvent>((subscriber) => {
-    const controller = shared ?? new AbortController();
-    const { signal } = controller;
-    const abort = (reason: unknown) => {
-      if (!signal.aborted) controller.abort(reason);
-    };
-    const onExternalAbort = () => abort(externalReason(options.signal!));
-    if (options.signal?.aborted) abort(externalReason(options.signal));
-    else options.signal?.addEventListener('abort', onExternalAbort);
-    let deadline: Subscription | undefined;
-    if (options.deadlineMs !== undefined) {
-      const ms = options.deadlineMs;
-      deadline = asyncScheduler.schedule(
-        () => abort(new RunAbortedError('deadline', `Run aborted: deadline of ${ms} ms exceeded`)),
-        ms,
-      );
-    }
+  return new Observable<AgentEvent>((subscriber) => startLoop(options, shared, subscriber));
+}
 
-    const tools = options.tools ?? [];
-    const run: RunState = {
-      runId: options.runId ?? `run_${Date.now().toString(36)}_${(++runCounter).toString(36)}`,
-      provider: options.provider,
-      model: options.model,
-      systemPrompt: options.systemPrompt ?? '',
-      tools,
-      toolsByName: new Map(tools.map((tool) => [tool.name, tool])),
-      hooks: options.hooks ?? {},
-      wrapModelCall: options.wrappers?.wrapModelCall,
-      wrapToolCall: options.wrappers?.wrapToolCall,
-      deadlineAt: options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs,
-      hookOwner: options.hookOwner ?? 'loop options',
-      toolExecution: options.toolExecution ?? 'parallel',
-      toolConcurrency: options.toolConcurrency ?? Infinity,
-      toolTimeoutMs: options.toolTimeoutMs,
-      streamOptions: options.streamOptions,
-      toolChoice: options.toolChoice,
-      threadId: options.threadId,
-      extra: options.extra ?? {},
-      getSteeringMessages: options.getSteeringMessages,
-      getFollowUpMessages: options.getFollowUpMessages,
-      transcript: [...(options.history ?? [])],
-      newMessages: [],
-      signal,
-      abort,
-      emit: (event) => subscriber.next(event),
-      turnIndex: 0,
-      turn: undefined,
-    };
+/** Where {@link startAgentLoop} delivers a run: the events, then exactly one of `complete` or `error`. */
+export interface LoopObserver {
+  next(event: AgentEvent): void;
+  error(error: unknown): void;
+  complete(): void;
+}
 
-    let finished = false;
-    const teardownDriver = drive(
-      loop(run, options.prompts ?? []),
-      {
-        complete: () => {
-          finished = true;
-          subscriber.complete();
-        },
-        error: (error) => {
-          finished = true;
-          subscriber.error(error);
-        },
-      },
-      signal,
+/**
+ * Starts a run at once, delivering to `observer` directly: what subscribing to {@link runAgentLoopOn} does, without
+ * the Subscriber an Observable puts between the loop and its consumer (two calls per event) — for the Agent, which
+ * consumes its run itself and never leaves early. `observer` must not throw. Returns the teardown. Throws
+ * {@link ConfigurationError} for invalid options. Internal: not exported from the package.
+ */
+export function startAgentLoop(
+  options: RunAgentLoopOptions,
+  shared: AbortController | undefined,
+  observer: LoopObserver,
+): () => void {
+  validateLoopOptions(options);
+  return startLoop(options, shared, observer);
+}
+
+function startLoop(
+  options: RunAgentLoopOptions,
+  shared: AbortController | undefined,
+  subscriber: LoopObserver,
+): () => void {
+  const controller = shared ?? new AbortController();
+  const { signal } = controller;
+  const abort = (reason: unknown) => {
+    if (!signal.aborted) controller.abort(reason);
+  };
+  const onExternalAbort = () => abort(externalReason(options.signal!));
+  if (options.signal?.aborted) abort(externalReason(options.signal));
+  else options.signal?.addEventListener('abort', onExternalAbort);
+  let deadline: Subscription | undefined;
+  if (options.deadlineMs !== undefined) {
+    const ms = options.deadlineMs;
+    deadline = asyncScheduler.schedule(
+      () => abort(new RunAbortedError('deadline', `Run aborted: deadline of ${ms} ms exceeded`)),
+      ms,
     );
-    return () => {
-      options.signal?.removeEventListener('abort', onExternalAbort);
-      deadline?.unsubscribe();
-      if (finished) return;
-      // Tear the driver down first (no closing events for a subscriber that left), then fire the signal so that
-      // running tools and hooks stop.
-      teardownDriver();
-      abort(new RunAbortedError('unsubscribed'));
-    };
-  });
+  }
+
+  const tools = options.tools ?? [];
+  const run: RunState = {
+    runId: options.runId ?? `run_${Date.now().toString(36)}_${(++runCounter).toString(36)}`,
+    provider: options.provider,
+    model: options.model,
+    systemPrompt: options.systemPrompt ?? '',
+    tools,
+    toolsByName: new Map(tools.map((tool) => [tool.name, tool])),
+    hooks: options.hooks ?? {},
+    wrapModelCall: options.wrappers?.wrapModelCall,
+    wrapToolCall: options.wrappers?.wrapToolCall,
+    deadlineAt: options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs,
+    hookOwner: options.hookOwner ?? 'loop options',
+    toolExecution: options.toolExecution ?? 'parallel',
+    hasSequentialTool: tools.some((tool) => tool.executionMode === 'sequential'),
+    toolConcurrency: options.toolConcurrency ?? Infinity,
+    toolTimeoutMs: options.toolTimeoutMs,
+    streamOptions: options.streamOptions,
+    toolChoice: options.toolChoice,
+    threadId: options.threadId,
+    extra: options.extra ?? {},
+    getSteeringMessages: options.getSteeringMessages,
+    getFollowUpMessages: options.getFollowUpMessages,
+    transcript: [...(options.history ?? [])],
+    newMessages: [],
+    signal,
+    abort,
+    emit: (event) => subscriber.next(event),
+    turnIndex: 0,
+    turn: undefined,
+  };
+
+  let finished = false;
+  // What the run holds outside itself, released when it ends (a consumer that is not an Observable's subscriber
+  // never calls the teardown after the end).
+  const release = () => {
+    options.signal?.removeEventListener('abort', onExternalAbort);
+    deadline?.unsubscribe();
+  };
+  const teardownDriver = drive(
+    loop(run, options.prompts ?? []),
+    {
+      complete: () => {
+        finished = true;
+        release();
+        subscriber.complete();
+      },
+      error: (error) => {
+        finished = true;
+        release();
+        subscriber.error(error);
+      },
+    },
+    signal,
+  );
+  return () => {
+    release();
+    if (finished) return;
+    // Tear the driver down first (no closing events for a subscriber that left), then fire the signal so that
+    // running tools and hooks stop.
+    teardownDriver();
+    abort(new RunAbortedError('unsubscribed'));
+  };
 }
 
 function externalReason(signal: AbortSignal): unknown {
@@ -210,15 +246,16 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   if (run.signal.aborted) throw run.signal.reason;
 
   const { hooks } = run;
-  const ctx = hookContext(run, state.index);
   let context: readonly Message[] = run.transcript;
   if (hooks.transformContext !== undefined) {
     const transform = hooks.transformContext;
+    const ctx = turnContext(run, state);
     const input = run.transcript.slice();
     context = yield* callHook(run, 'transformContext', input, () => transform(input, ctx), input);
   }
   if (hooks.convertToLlm !== undefined) {
     const convert = hooks.convertToLlm;
+    const ctx = turnContext(run, state);
     const input = context.slice();
     context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input);
   }
@@ -228,6 +265,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   let systemPrompt = run.systemPrompt;
   if (hooks.transformSystemPrompt !== undefined) {
     const transform = hooks.transformSystemPrompt;
+    const ctx = turnContext(run, state);
     const input = systemPrompt;
     systemPrompt = yield* callHook(run, 'transformSystemPrompt', input, () => transform(input, ctx), input);
   }
@@ -243,6 +281,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   let decision: TurnDecision = 'natural';
   if (hooks.afterModelResponse !== undefined) {
     const after = hooks.afterModelResponse;
+    const ctx = turnContext(run, state);
     const action = yield* callHook(run, 'afterModelResponse', response, () => after(response, ctx), undefined);
     if (action !== undefined) {
       final = action.response ?? response;
@@ -275,7 +314,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
         'Tool call not executed: the response hit the output token limit, so its arguments may be cut off. Re-issue the call.',
       ).results;
     } else {
-      const batch = yield* runToolBatch(run, state, final, calls, ctx);
+      const batch = yield* runToolBatch(run, state, final, calls);
       results = batch.results;
       terminate = batch.terminate;
     }
@@ -286,6 +325,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   if (decision === 'stop') return 'end';
   if (hooks.shouldStopAfterTurn !== undefined) {
     const shouldStop = hooks.shouldStopAfterTurn;
+    const ctx = turnContext(run, state);
     const turnEnd = {
       ...ctx,
       message: final,

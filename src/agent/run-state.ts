@@ -14,7 +14,8 @@ import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AgentToolResult, AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
 import { EMPTY_USAGE } from '../types/usage.js';
-import { settle, type Op } from './drive.js';
+import { isObservable } from 'rxjs';
+import { isPromiseLike, wait, type Op } from './drive.js';
 
 /** One tool call's final outcome. */
 export interface CallOutcome {
@@ -37,6 +38,8 @@ export interface TurnState {
   outcomes: (CallOutcome | undefined)[];
   /** The result messages emitted so far, by call index. */
   resultMessages: (ToolResultMessage | undefined)[];
+  /** The hooks' context, built at the first hook of the turn ({@link turnContext}). */
+  ctx: HookContext | undefined;
 }
 
 /** Everything a run's steps share. Built once per run. */
@@ -55,6 +58,8 @@ export interface RunState {
   /** The name hook failures are reported under when a hook is not a named middleware's. */
   readonly hookOwner: string;
   readonly toolExecution: ToolExecutionMode;
+  /** Whether some tool asks for `executionMode: 'sequential'`. */
+  readonly hasSequentialTool: boolean;
   readonly toolConcurrency: number;
   readonly toolTimeoutMs: number | undefined;
   readonly streamOptions: Omit<StreamOptions, 'signal'> | undefined;
@@ -86,7 +91,13 @@ export function newTurn(index: number): TurnState {
     started: [],
     outcomes: [],
     resultMessages: [],
+    ctx: undefined,
   };
+}
+
+/** The context of the turn's hooks, built once per turn and only when a hook or wrapper needs it. */
+export function turnContext(run: RunState, turn: TurnState): HookContext {
+  return (turn.ctx ??= hookContext(run, turn.index));
 }
 
 /** The context every hook of a turn gets. */
@@ -120,7 +131,9 @@ export function* callHook<H extends HookName, F extends HookAnswers[H]>(
   fallback: F,
 ): Op<NonNullable<HookAnswers[H]> | F> {
   try {
-    const answer = checkAnswer(hook, yield* settle(invoke(), undefined));
+    let returned: unknown = invoke();
+    if (isObservable(returned) || isPromiseLike(returned)) returned = yield wait(returned, undefined);
+    const answer = checkAnswer(hook, returned);
     return answer === undefined ? fallback : (answer as NonNullable<HookAnswers[H]>);
   } catch (error) {
     if (run.signal.aborted) throw run.signal.reason;

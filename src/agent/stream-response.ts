@@ -8,8 +8,10 @@ import { errorMessageOf, HookError } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import { EMPTY_USAGE } from '../types/usage.js';
-import { suspend, type Op } from './drive.js';
-import { hookContext, type RunState, type TurnState } from './run-state.js';
+import type { Model } from '../types/model.js';
+import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
+import { wait, type Op } from './drive.js';
+import { turnContext, type RunState, type TurnState } from './run-state.js';
 
 /**
  * Streams the model's answer to `messages`. Emits `message_start` at the first event, `message_update` for every
@@ -47,72 +49,69 @@ export function* streamResponse(
     }
   };
 
-  const request: ModelRequest = {
-    provider: run.provider,
-    model: run.model,
-    messages,
-    systemPrompt,
-    tools: run.tools,
-    ...(run.toolChoice !== undefined ? { toolChoice: run.toolChoice } : {}),
-    ...(run.streamOptions !== undefined ? { options: run.streamOptions } : {}),
-  };
   const invocationId = `${runId}.${turn.index}`;
-  let attempt = 0;
-  let previous: { provider: string; model: string; error?: string } | undefined;
-  /** Announces an attempt (and a move to another model); returns the provider's stream, or a contract failure. */
-  const open = (req: ModelRequest): Observable<StreamEvent> | ErrorEvent => {
-    attempt++;
-    const to = { provider: req.provider.id, model: req.model.id };
-    if (previous !== undefined && (previous.provider !== to.provider || previous.model !== to.model)) {
-      const from = { provider: previous.provider, model: previous.model };
-      const reason = previous.error;
-      emit({
-        type: 'model_fallback',
-        runId,
-        turnIndex: turn.index,
-        invocationId,
-        from,
-        to,
-        ...(reason ? { reason } : {}),
-      });
-    }
-    previous = to;
-    const attemptId = `${invocationId}.${attempt}`;
-    emit({ type: 'model_attempt', runId, turnIndex: turn.index, invocationId, attemptId, attempt, ...to });
-    try {
-      return req.provider.stream(req.model, req.messages, {
-        systemPrompt: req.systemPrompt,
-        tools: req.tools,
-        ...(req.toolChoice !== undefined ? { toolChoice: req.toolChoice } : {}),
-        options: req.options === undefined ? { signal: run.signal } : { ...req.options, signal: run.signal },
-      });
-    } catch (error) {
-      return contractFailure(req, turn, `Provider ${req.provider.id} threw in stream(): ${errorMessageOf(error)}`);
-    }
-  };
-
   if (run.wrapModelCall === undefined) {
-    // No wrappers: the provider's stream is consumed directly, with no operator between it and the loop (the
-    // per-delta path).
-    const stream = open(request);
+    // No wrappers: one attempt, the provider's stream consumed directly, with no operator between it and the loop
+    // (the per-delta path).
+    const { provider, model } = run;
+    emitAttempt(run, turn, invocationId, 1, provider.id, model.id);
+    const stream = openStream(run, turn, provider, model, messages, systemPrompt, run.toolChoice, run.streamOptions);
     if (!isObservable(stream)) {
       terminal = stream.message;
     } else {
       try {
-        yield* suspend(stream, undefined, onEvent);
+        yield wait(stream, undefined, onEvent);
       } catch (error) {
         // Cancellation is closed by the loop, from the last snapshot.
         if (run.signal.aborted) throw run.signal.reason;
-        terminal = failure(run, turn, `Provider ${run.provider.id} stream failed: ${errorMessageOf(error)}`);
+        terminal = failure(run, turn, `Provider ${provider.id} stream failed: ${errorMessageOf(error)}`);
       }
     }
   } else {
-    // The call itself, the innermost layer of the onion: every subscription is an attempt.
+    const request: ModelRequest = {
+      provider: run.provider,
+      model: run.model,
+      messages,
+      systemPrompt,
+      tools: run.tools,
+      ...(run.toolChoice !== undefined ? { toolChoice: run.toolChoice } : {}),
+      ...(run.streamOptions !== undefined ? { options: run.streamOptions } : {}),
+    };
+    let attempt = 0;
+    let previous: { provider: string; model: string; error?: string } | undefined;
+    // The call itself, the innermost layer of the onion: every subscription is an attempt (announced, and a move to
+    // another model announced before it).
     const send: ModelCallNext = (req) =>
       defer(() => {
-        const stream = open(req);
+        attempt++;
+        const to = { provider: req.provider.id, model: req.model.id };
+        if (previous !== undefined && (previous.provider !== to.provider || previous.model !== to.model)) {
+          const from = { provider: previous.provider, model: previous.model };
+          const reason = previous.error;
+          emit({
+            type: 'model_fallback',
+            runId,
+            turnIndex: turn.index,
+            invocationId,
+            from,
+            to,
+            ...(reason ? { reason } : {}),
+          });
+        }
+        const current: { provider: string; model: string; error?: string } = to;
+        previous = current;
+        emitAttempt(run, turn, invocationId, attempt, to.provider, to.model);
+        const stream = openStream(
+          run,
+          turn,
+          req.provider,
+          req.model,
+          req.messages,
+          req.systemPrompt,
+          req.toolChoice,
+          req.options,
+        );
         if (!isObservable(stream)) return [stream];
-        const current = previous!;
         return stream.pipe(
           tap((event) => {
             if (event.type === 'error') current.error = event.message.errorMessage ?? event.errorKind;
@@ -121,16 +120,19 @@ export function* streamResponse(
           catchError((error: unknown) =>
             run.signal.aborted
               ? throwError(() => error)
-              : [contractFailure(req, turn, `Provider ${req.provider.id} stream failed: ${errorMessageOf(error)}`)],
+              : [
+                  contractFailure(
+                    req.provider.id,
+                    req.model.id,
+                    turn,
+                    `Provider ${req.provider.id} stream failed: ${errorMessageOf(error)}`,
+                  ),
+                ],
           ),
         );
       });
     try {
-      yield* suspend(
-        run.wrapModelCall(request, { ...hookContext(run, turn.index), invocationId }, send),
-        undefined,
-        onEvent,
-      );
+      yield wait(run.wrapModelCall(request, { ...turnContext(run, turn), invocationId }, send), undefined, onEvent);
     } catch (error) {
       // Cancellation is closed by the loop, from the last snapshot; a wrapper's bug is a HookError.
       if (run.signal.aborted) throw run.signal.reason;
@@ -153,13 +155,58 @@ export function* streamResponse(
   return message;
 }
 
+/** Announces attempt `attempt` of the model call `invocationId`. */
+function emitAttempt(
+  run: RunState,
+  turn: TurnState,
+  invocationId: string,
+  attempt: number,
+  provider: string,
+  model: string,
+): void {
+  run.emit({
+    type: 'model_attempt',
+    runId: run.runId,
+    turnIndex: turn.index,
+    invocationId,
+    attemptId: `${invocationId}.${attempt}`,
+    attempt,
+    provider,
+    model,
+  });
+}
+
+/** Calls `provider.stream()`: its stream, or the terminal event of a provider that threw instead of answering. */
+function openStream(
+  run: RunState,
+  turn: TurnState,
+  provider: Provider,
+  model: Model,
+  messages: readonly Message[],
+  systemPrompt: string,
+  toolChoice: ToolChoice | undefined,
+  options: Omit<StreamOptions, 'signal'> | undefined,
+): Observable<StreamEvent> | ErrorEvent {
+  try {
+    return provider.stream(model, messages, {
+      systemPrompt,
+      tools: run.tools,
+      ...(toolChoice !== undefined ? { toolChoice } : {}),
+      options: options === undefined ? { signal: run.signal } : { ...options, signal: run.signal },
+    });
+  } catch (error) {
+    return contractFailure(
+      provider.id,
+      model.id,
+      turn,
+      `Provider ${provider.id} threw in stream(): ${errorMessageOf(error)}`,
+    );
+  }
+}
+
 /** The terminal event of an attempt whose provider broke its contract. */
-function contractFailure(req: ModelRequest, turn: TurnState, errorMessage: string): ErrorEvent {
-  return {
-    type: 'error',
-    message: failureMessage(req.provider.id, req.model.id, turn, errorMessage),
-    errorKind: 'unknown',
-  };
+function contractFailure(provider: string, model: string, turn: TurnState, errorMessage: string): ErrorEvent {
+  return { type: 'error', message: failureMessage(provider, model, turn, errorMessage), errorKind: 'unknown' };
 }
 
 /** An error message for a model call that broke its contract. */

@@ -4,18 +4,18 @@
  * @module
  */
 import { asyncScheduler, catchError, defer, from, isObservable, map, mergeMap, Observable, of, throwError } from 'rxjs';
-import type { HookContext } from '../middleware/types.js';
 import type { ToolCallNext, ToolCallRequest, ToolOutcome } from '../middleware/wrapper-types.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
 import type { ToolCall } from '../types/content.js';
 import { errorMessageOf, HookError, ToolExecutionError } from '../types/errors.js';
 import type { AssistantMessage, ToolResultMessage } from '../types/messages.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
-import { fromOp, isPromiseLike, settle, suspend, type Op } from './drive.js';
+import { fromOp, isPromiseLike, wait, type Op } from './drive.js';
 import {
   callHook,
   errorResult,
   toolResultMessage,
+  turnContext,
   type CallOutcome,
   type RunState,
   type TurnState,
@@ -48,40 +48,44 @@ export function* runToolBatch(
   turn: TurnState,
   assistant: AssistantMessage,
   calls: readonly ToolCall[],
-  ctx: HookContext,
 ): Op<BatchResult> {
   turn.calls = calls;
-  const sequential =
-    run.toolExecution === 'sequential' ||
-    calls.some((call) => run.toolsByName.get(call.name)?.executionMode === 'sequential');
-
-  if (sequential) {
+  // One call is the same in both modes (prepare, execute, answer): the common case, with no operator chain.
+  if (calls.length === 1 || isSequential(run, calls)) {
     for (let index = 0; index < calls.length; index++) {
-      const runnable = yield* prepareCall(run, turn, assistant, index, ctx);
-      if (runnable !== undefined) yield* executeCall(run, turn, assistant, runnable, ctx);
+      const runnable = yield* prepareCall(run, turn, assistant, index);
+      if (runnable !== undefined) yield* executeCall(run, turn, assistant, runnable);
       emitResultMessage(run, turn, index);
     }
   } else {
     const runnable: RunnableCall[] = [];
     for (let index = 0; index < calls.length; index++) {
-      const prepared = yield* prepareCall(run, turn, assistant, index, ctx);
+      const prepared = yield* prepareCall(run, turn, assistant, index);
       if (prepared !== undefined) runnable.push(prepared);
     }
     if (runnable.length === 1) {
-      // One call needs no concurrency: run it in place (the common case; no operator chain per turn).
-      yield* executeCall(run, turn, assistant, runnable[0]!, ctx);
+      yield* executeCall(run, turn, assistant, runnable[0]!);
     } else if (runnable.length > 1) {
       // One mergeMap for the batch; each call records its own outcome (by index), so nothing needs to be emitted.
       const batch$ = from(runnable).pipe(
-        mergeMap((call) => fromOp(() => executeCall(run, turn, assistant, call, ctx)), run.toolConcurrency),
+        mergeMap((call) => fromOp(() => executeCall(run, turn, assistant, call)), run.toolConcurrency),
       );
-      yield* suspend(batch$, undefined);
+      yield wait(batch$, undefined);
     }
     for (let index = 0; index < calls.length; index++) emitResultMessage(run, turn, index);
   }
 
-  const results = turn.resultMessages as ToolResultMessage[];
-  return { results, terminate: turn.outcomes.every((outcome) => outcome?.result.terminate === true) };
+  let terminate = true;
+  for (const outcome of turn.outcomes) if (outcome?.result.terminate !== true) terminate = false;
+  return { results: turn.resultMessages as ToolResultMessage[], terminate };
+}
+
+/** Whether the batch runs one call at a time: the agent's setting, or a tool of the batch asking for it. */
+function isSequential(run: RunState, calls: readonly ToolCall[]): boolean {
+  if (run.toolExecution === 'sequential') return true;
+  if (!run.hasSequentialTool) return false;
+  for (const call of calls) if (run.toolsByName.get(call.name)?.executionMode === 'sequential') return true;
+  return false;
 }
 
 /**
@@ -109,39 +113,38 @@ function* prepareCall(
   turn: TurnState,
   assistant: AssistantMessage,
   index: number,
-  ctx: HookContext,
 ): Op<RunnableCall | undefined> {
   const call = turn.calls[index]!;
   startCall(run, turn, index);
-  const reject = (text: string) => {
-    finishCall(run, turn, index, { result: errorResult(text), isError: true });
-    return undefined;
-  };
 
   if (call.invalidArguments !== undefined) {
-    return reject(
+    return rejectCall(
+      run,
+      turn,
+      index,
       `Tool call arguments for "${call.name}" are not valid JSON (${invalidJsonReason(call.invalidArguments)}). ` +
         `Received: ${call.invalidArguments}`,
     );
   }
   const tool = run.toolsByName.get(call.name);
-  if (tool === undefined) return reject(`Tool ${call.name} not found`);
+  if (tool === undefined) return rejectCall(run, turn, index, `Tool ${call.name} not found`);
 
   let validation: ValidationOutcome;
   try {
-    validation = yield* settle(validateToolArguments(tool, call.arguments), {
-      ok: false,
-      message: 'Validation did not finish',
-    });
+    const validated = validateToolArguments(tool, call.arguments);
+    validation = isPromiseLike(validated)
+      ? ((yield wait(validated, VALIDATION_UNFINISHED)) as ValidationOutcome)
+      : validated;
   } catch (error) {
     if (run.signal.aborted) throw run.signal.reason;
     validation = { ok: false, message: `Invalid arguments for tool "${call.name}": ${errorMessageOf(error)}` };
   }
-  if (!validation.ok) return reject(validation.message);
+  if (!validation.ok) return rejectCall(run, turn, index, validation.message);
   const args = validation.args;
 
   const { beforeToolCall } = run.hooks;
   if (beforeToolCall !== undefined) {
+    const ctx = turnContext(run, turn);
     const decision = yield* callHook(
       run,
       'beforeToolCall',
@@ -154,24 +157,26 @@ function* prepareCall(
         result: errorResult(decision.reason ?? `Tool call ${call.name} was blocked`),
         isError: true,
       };
-      finishCall(run, turn, index, yield* afterToolCall(run, assistant, call, args, blocked, ctx));
+      finishCall(run, turn, index, yield* afterToolCall(run, turn, assistant, call, args, blocked));
       return undefined;
     }
   }
   return { index, call, tool, args };
 }
 
+const VALIDATION_UNFINISHED: ValidationOutcome = { ok: false, message: 'Validation did not finish' };
+
+/** Answers call `index` with an error result before it runs; returns `undefined` (nothing left to execute). */
+function rejectCall(run: RunState, turn: TurnState, index: number, text: string): undefined {
+  finishCall(run, turn, index, { result: errorResult(text), isError: true });
+  return undefined;
+}
+
 /**
  * Executes one call (through the `wrapToolCall` onion, when there is one), then `afterToolCall`, then records its
  * outcome and emits `tool_execution_end`.
  */
-function* executeCall(
-  run: RunState,
-  turn: TurnState,
-  assistant: AssistantMessage,
-  runnable: RunnableCall,
-  ctx: HookContext,
-): Op<void> {
+function* executeCall(run: RunState, turn: TurnState, assistant: AssistantMessage, runnable: RunnableCall): Op<void> {
   const { call, tool, args, index } = runnable;
   let settled = false;
   const onUpdate = (partialResult: AgentToolResult) => {
@@ -184,19 +189,36 @@ function* executeCall(
       partialResult,
     });
   };
-  const request: ToolCallRequest = { toolCall: call, tool, args };
   let outcome: CallOutcome;
   try {
-    if (run.wrapToolCall === undefined) {
-      outcome = yield* executeTool(run, request, onUpdate);
-    } else {
+    if (run.wrapToolCall !== undefined) {
+      const request: ToolCallRequest = { toolCall: call, tool, args };
       const execute: ToolCallNext = (next) => executeTool$(run, next, onUpdate);
-      const wrapCtx = { ...ctx, invocationId: `${run.runId}.${turn.index}.${call.id}`, assistantMessage: assistant };
-      const executed = yield* suspend(run.wrapToolCall(request, wrapCtx, execute), undefined);
+      const wrapCtx = {
+        ...turnContext(run, turn),
+        invocationId: `${run.runId}.${turn.index}.${call.id}`,
+        assistantMessage: assistant,
+      };
+      const executed = (yield wait(run.wrapToolCall(request, wrapCtx, execute), undefined)) as ToolOutcome | undefined;
       outcome =
         executed === undefined
           ? { result: errorResult(`Tool ${call.name} produced no outcome`), isError: true }
           : { result: executed.result, isError: executed.isError };
+    } else if (tool.timeoutMs !== undefined || run.toolTimeoutMs !== undefined) {
+      outcome = (yield wait(executeTool$(run, { toolCall: call, tool, args }, onUpdate), NO_OUTCOME)) as CallOutcome;
+    } else {
+      // In place, when no wrapper needs the call as an Observable and no timeout needs a signal of its own: a plain
+      // or Promise result costs no operator chain. The same outcomes as executeTool$.
+      try {
+        let raw: unknown = tool.execute(call.id, args, { signal: run.signal, onUpdate, toolCall: call });
+        if (isObservable(raw)) raw = yield wait(withUpdates(raw, onUpdate), NO_RESULT);
+        else if (isPromiseLike(raw)) raw = yield wait(raw, NO_RESULT);
+        outcome = normalizeResult(call.name, raw);
+      } catch (error) {
+        if (run.signal.aborted) throw error;
+        const failure = new ToolExecutionError({ toolName: call.name, toolCallId: call.id, cause: error });
+        outcome = { result: errorResult(failure.message), isError: true };
+      }
     }
   } catch (error) {
     // Cancellation goes on; a wrapper's bug ends the run (a HookError); anything else is this call's failure.
@@ -206,35 +228,10 @@ function* executeCall(
   } finally {
     settled = true;
   }
-  finishCall(run, turn, index, yield* afterToolCall(run, assistant, call, args, outcome, ctx));
-}
-
-/**
- * Executes a tool in place, when no wrapper needs it as an Observable: a plain or Promise result costs no operator
- * chain. Same outcomes as {@link executeTool$}.
- */
-function* executeTool(
-  run: RunState,
-  request: ToolCallRequest,
-  onUpdate: (partial: AgentToolResult) => void,
-): Op<CallOutcome> {
-  const { toolCall, tool, args } = request;
-  if (tool.timeoutMs !== undefined || run.toolTimeoutMs !== undefined) {
-    return yield* suspend(executeTool$(run, request, onUpdate), NO_OUTCOME);
+  if (run.hooks.afterToolCall !== undefined) {
+    outcome = yield* afterToolCall(run, turn, assistant, call, args, outcome);
   }
-  try {
-    const output = tool.execute(toolCall.id, args, { signal: run.signal, onUpdate, toolCall });
-    const raw = isObservable(output)
-      ? yield* suspend(withUpdates(output, onUpdate), NO_RESULT as unknown)
-      : isPromiseLike(output)
-        ? yield* suspend(output, NO_RESULT as unknown)
-        : output;
-    return normalizeResult(toolCall.name, raw);
-  } catch (error) {
-    if (run.signal.aborted) throw error;
-    const failure = new ToolExecutionError({ toolName: toolCall.name, toolCallId: toolCall.id, cause: error });
-    return { result: errorResult(failure.message), isError: true };
-  }
+  finishCall(run, turn, index, outcome);
 }
 
 /**
@@ -268,14 +265,15 @@ function executeTool$(
 /** `afterToolCall`: a partial result merged over the call's outcome, field by field. */
 function* afterToolCall(
   run: RunState,
+  turn: TurnState,
   assistant: AssistantMessage,
   call: ToolCall,
   args: Record<string, unknown>,
   outcome: CallOutcome,
-  ctx: HookContext,
 ): Op<CallOutcome> {
   const hook = run.hooks.afterToolCall;
   if (hook === undefined) return outcome;
+  const ctx = turnContext(run, turn);
   const patch = yield* callHook(
     run,
     'afterToolCall',
