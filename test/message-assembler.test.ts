@@ -183,6 +183,34 @@ describe('MessageAssembler', () => {
     expect(asm.endToolCall(0).toolCall.arguments).toEqual({});
   });
 
+  it('takes a call that arrives whole: its arguments from the start, kept as they are at the end (no parse)', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.start();
+    const args = { city: 'Paris', days: [1, 2] };
+    const start = asm.startToolCall('c', 'weather', args);
+    expect(start.partial.content).toEqual([{ type: 'toolCall', id: 'c', name: 'weather', arguments: args }]);
+    const end = asm.endToolCall(0);
+    expect(end.toolCall).toEqual({ type: 'toolCall', id: 'c', name: 'weather', arguments: args });
+    expect(end.toolCall.arguments).toBe(args);
+    const done = asm.done('toolUse');
+    expect(done.message.content).toEqual([{ type: 'toolCall', id: 'c', name: 'weather', arguments: args }]);
+    // A whole call left open by the terminal event keeps its arguments too (nothing to parse).
+    const open = new MessageAssembler({ provider: 'p', model: 'm' });
+    open.startToolCall('d', 'weather', args);
+    expect(open.error('unavailable', 'lost').message.content).toEqual([
+      { type: 'toolCall', id: 'd', name: 'weather', arguments: args },
+    ]);
+  });
+
+  it('refuses whole-call arguments that are not a plain object', () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    for (const bad of [null, [1], 'x', 3]) {
+      expect(() => asm.startToolCall('c', 'weather', bad as never)).toThrow(
+        /startToolCall: the arguments of weather must be a plain object/,
+      );
+    }
+  });
+
   it('an error keeps the content so far and parses calls left open strictly', () => {
     const asm = new MessageAssembler({ provider: 'p', model: 'm' });
     asm.start();

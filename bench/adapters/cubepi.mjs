@@ -8,13 +8,22 @@
 // unsubscription cubepi hands the provider, W3 seeds seedGroup() content.
 //
 // Like pi's scripted streamFn (adapters/pi.mjs), each model call answers after ONE microtask hop (a real request is
-// never answered synchronously); a tool-call answer is then emitted in one synchronous burst.
+// never answered synchronously); a tool-call answer is then emitted in one synchronous burst, each call whole (its
+// arguments an object, as pi's script hands them: `startToolCall(id, name, args)` + `endToolCall`, no JSON text to
+// parse); and like pi's, the script checks the abort signal where it waits and listens to it only while it streams
+// over time (the W5 ticker). Unsubscribing stops it at any moment (cubepi unsubscribes a cancelled run's stream).
 //
 // rxjs: bench/package.json deliberately does not list rxjs, so `import 'rxjs'` here resolves to the copy cubepi itself
 // loads (../node_modules/rxjs), as an application's deduplicated install would. checkSingleRxjs() verifies it.
+// zod: bench/package.json lists zod (the LangGraph adapter needs it), and because cubepi is installed as a link
+// ("file:.."), a plain `import 'zod'` here would load a second copy of the same version next to cubepi's (3.4 MB more
+// heap, and a zod cold in the measured run). An application's install holds one zod, so this adapter loads the copy
+// cubepi resolves (cubepiZod() below).
 import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { Observable } from "rxjs";
-import { z } from "zod";
 import { Agent, MemoryCheckpointer, MessageAssembler, defineTool, EMPTY_USAGE } from "cubepi";
 import { FauxProvider, fauxMessage, fauxToolCall } from "cubepi/testing";
 import { markTool, now, sleep, startTicker, SRC, PACERS, seedGroup, readIo, fileSize } from "../common.mjs";
@@ -31,6 +40,15 @@ export const variants = {
 export const w3Sizes = [100, 1000, 5000, 10000];
 
 const MODEL = { id: "scripted-1", provider: "scripted" };
+
+/** The zod module cubepi itself imports: resolved from cubepi's own location, then loaded through its ESM entry. */
+async function cubepiZod() {
+  const cubepiRequire = createRequire(fileURLToPath(import.meta.resolve("cubepi")));
+  const manifest = cubepiRequire.resolve("zod/package.json");
+  const { exports } = JSON.parse(fs.readFileSync(manifest, "utf8"));
+  return import(pathToFileURL(path.join(path.dirname(manifest), exports["."].import)).href);
+}
+const { z } = await cubepiZod();
 
 function checkSingleRxjs(agent) {
   if (!(agent.events$ instanceof Observable)) {
@@ -55,10 +73,11 @@ function scriptedProvider(script) {
         const signal = request.options?.signal;
         let closed = false;
         let ticker;
+        let listening = false;
         const end = (event) => {
           if (closed) return;
           closed = true;
-          signal?.removeEventListener("abort", onAbort);
+          if (listening) signal.removeEventListener("abort", onAbort);
           subscriber.next(event);
           subscriber.complete();
         };
@@ -66,7 +85,6 @@ function scriptedProvider(script) {
           ticker?.stop("signal");
           end(asm.error("aborted", "Request aborted"));
         }
-        signal?.addEventListener("abort", onAbort, { once: true });
 
         queueMicrotask(() => {
           if (closed || subscriber.closed) return;
@@ -75,8 +93,7 @@ function scriptedProvider(script) {
           if (step.tools) {
             for (const c of step.tools) {
               const i = asm.blockCount;
-              subscriber.next(asm.startToolCall(c.id, c.name));
-              subscriber.next(asm.toolCallDelta(i, JSON.stringify(c.args)));
+              subscriber.next(asm.startToolCall(c.id, c.name, c.args));
               subscriber.next(asm.endToolCall(i));
             }
             return end(asm.done("toolUse"));
@@ -84,6 +101,10 @@ function scriptedProvider(script) {
           subscriber.next(asm.startText());
           if (step.ticker) {
             // W5: push-model source, stopped only by the signal (onAbort) or by the teardown below.
+            if (signal) {
+              signal.addEventListener("abort", onAbort, { once: true });
+              listening = true;
+            }
             ticker = startTicker(1, () => {
               if (!closed) subscriber.next(asm.textDelta(0, "x"));
             });
@@ -98,6 +119,7 @@ function scriptedProvider(script) {
                 if (w !== undefined) await w;
               }
               if (closed || subscriber.closed) return;
+              if (signal?.aborted) return onAbort();
               subscriber.next(asm.textDelta(0, text));
             }
             subscriber.next(asm.endText(0));
@@ -107,7 +129,7 @@ function scriptedProvider(script) {
 
         return () => {
           closed = true;
-          signal?.removeEventListener("abort", onAbort);
+          if (listening) signal.removeEventListener("abort", onAbort);
           ticker?.stop("consumer-cancel");
         };
       });

@@ -18,6 +18,7 @@ import type {
   ToolCallEndEvent,
   ToolCallStartEvent,
 } from '../types/stream-events.js';
+import { InvalidInputError } from '../types/errors.js';
 import { EMPTY_USAGE, type Usage } from '../types/usage.js';
 import { parsePartialJson, parseToolArguments } from './partial-json.js';
 
@@ -177,10 +178,24 @@ export class MessageAssembler {
     return { type: 'thinking_end', contentIndex, content: block.thinking, partial: this.current };
   }
 
-  /** Opens a tool call; its arguments arrive as JSON fragments through {@link toolCallDelta}. */
-  startToolCall(id: string, name: string): ToolCallStartEvent {
-    const contentIndex = this.push({ type: 'toolCall', id, name, arguments: {} });
-    this.openArguments.set(contentIndex, { raw: '', previewedLength: 0 });
+  /**
+   * Opens a tool call; its arguments arrive as JSON fragments through {@link toolCallDelta}.
+   *
+   * When the API delivers a call whole, with its arguments already an object (not JSON text to stream), pass them as
+   * `args`: the call needs no deltas, and {@link endToolCall} closes it with exactly these arguments (no parse). The
+   * assembler keeps the object: do not change it afterwards. Throws `InvalidInputError` when `args` is not a plain
+   * object.
+   */
+  startToolCall(id: string, name: string, args?: Record<string, unknown>): ToolCallStartEvent {
+    if (args === undefined) {
+      const contentIndex = this.push({ type: 'toolCall', id, name, arguments: {} });
+      this.openArguments.set(contentIndex, { raw: '', previewedLength: 0 });
+      return { type: 'toolcall_start', contentIndex, partial: this.current };
+    }
+    if (!isRecord(args)) {
+      throw new InvalidInputError(`MessageAssembler.startToolCall: the arguments of ${name} must be a plain object`);
+    }
+    const contentIndex = this.push({ type: 'toolCall', id, name, arguments: args });
     return { type: 'toolcall_start', contentIndex, partial: this.current };
   }
 
@@ -248,7 +263,7 @@ export class MessageAssembler {
   private finishToolCall(contentIndex: number): ToolCall {
     const block = this.blockAt(contentIndex, 'toolCall');
     const raw = this.openArguments.get(contentIndex)?.raw;
-    if (raw === undefined) return block; // already finished, or arrived whole
+    if (raw === undefined) return block; // already finished, or arrived whole (startToolCall with arguments)
     this.openArguments.delete(contentIndex);
     const parsed = parseToolArguments(raw);
     const toolCall: ToolCall = parsed.ok
