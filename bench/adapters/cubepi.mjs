@@ -129,7 +129,8 @@ function scriptedProvider(script) {
 
         return () => {
           closed = true;
-          if (listening) signal.removeEventListener("abort", onAbort);
+          // (A listener of an aborted signal is already gone: it was added with `once`.)
+          if (listening && !signal.aborted) signal.removeEventListener("abort", onAbort);
           ticker?.stop("consumer-cancel");
         };
       });

@@ -354,34 +354,18 @@ function endTurn(
  * Closes a run interrupted by cancellation or a failure, so the transcript stays consistent: the streaming message
  * ends (as `aborted`/`error`), a settled response gets its `message_end`, every tool call gets exactly one result,
  * the turn ends, and unless the turn's own message already says why the run stopped, a closing assistant message does.
+ *
+ * Kept in small pieces: a function is compiled when first called, and a run cancelled mid-stream (the common case)
+ * calls only the first two.
  */
 function closeRun(run: RunState, aborted: boolean, reason: unknown): void {
   const state = run.turn;
-  const errorMessage = errorMessageOf(reason);
   if (state === undefined) {
     closingTurn(run, aborted, reason);
     return;
   }
-  if (state.streaming !== undefined) {
-    const message: AssistantMessage = {
-      ...state.streaming,
-      stopReason: aborted ? 'aborted' : 'error',
-      errorMessage,
-      ...(aborted ? { errorKind: 'aborted' as const } : {}),
-    };
-    state.streaming = undefined;
-    state.assistant = message;
-    run.transcript.push(message);
-    run.newMessages.push(message);
-    run.emit({ type: 'message_end', runId: run.runId, message });
-  } else if (state.response !== undefined) {
-    const message = state.response;
-    state.response = undefined;
-    state.assistant = message;
-    run.transcript.push(message);
-    run.newMessages.push(message);
-    run.emit({ type: 'message_end', runId: run.runId, message });
-  }
+  if (state.streaming !== undefined) endStreamingMessage(run, state, aborted, reason);
+  else if (state.response !== undefined) endSettledResponse(run, state);
 
   const assistant = state.assistant;
   if (assistant === undefined) {
@@ -391,36 +375,78 @@ function closeRun(run: RunState, aborted: boolean, reason: unknown): void {
     endTurn(run, state, closing, []);
     return;
   }
-  const failed = assistant.stopReason === 'error' || assistant.stopReason === 'aborted';
-  if (!failed) {
-    if (state.calls.length === 0) state.calls = toolCallsOf(assistant);
-    const text = aborted
-      ? 'Tool call aborted: the run was cancelled'
-      : `Tool call not completed: the run ended because of an error (${errorMessage})`;
-    for (let index = 0; index < state.calls.length; index++) {
-      if (state.outcomes[index] !== undefined) continue;
-      if (!state.started[index]) {
-        state.started[index] = true;
-        const call = state.calls[index]!;
-        run.emit({
-          type: 'tool_execution_start',
-          runId: run.runId,
-          toolCallId: call.id,
-          toolName: call.name,
-          args: call.arguments,
-        });
-      }
-      finishCall(run, state, index, { result: errorResult(text), isError: true });
-    }
-    for (let index = 0; index < state.calls.length; index++) emitResultMessage(run, state, index);
+  if (assistant.stopReason === 'error' || assistant.stopReason === 'aborted') {
+    endTurn(
+      run,
+      state,
+      assistant,
+      state.resultMessages.filter((message) => message !== undefined),
+    );
+    return;
   }
+  answerOpenCalls(run, state, assistant, aborted, reason);
   endTurn(
     run,
     state,
     assistant,
     state.resultMessages.filter((message) => message !== undefined),
   );
-  if (!failed) closingTurn(run, aborted, reason);
+  closingTurn(run, aborted, reason);
+}
+
+/** The message being streamed ends as `aborted` (or `error`), with what was received so far. */
+function endStreamingMessage(run: RunState, state: TurnState, aborted: boolean, reason: unknown): void {
+  const message: AssistantMessage = {
+    ...state.streaming!,
+    stopReason: aborted ? 'aborted' : 'error',
+    errorMessage: errorMessageOf(reason),
+    ...(aborted ? { errorKind: 'aborted' as const } : {}),
+  };
+  state.streaming = undefined;
+  state.assistant = message;
+  run.transcript.push(message);
+  run.newMessages.push(message);
+  run.emit({ type: 'message_end', runId: run.runId, message });
+}
+
+/** A complete response still waiting for `afterModelResponse` gets its `message_end` as it is. */
+function endSettledResponse(run: RunState, state: TurnState): void {
+  const message = state.response!;
+  state.response = undefined;
+  state.assistant = message;
+  run.transcript.push(message);
+  run.newMessages.push(message);
+  run.emit({ type: 'message_end', runId: run.runId, message });
+}
+
+/** Every tool call of `assistant` without an outcome gets an error result (and its events); results are emitted. */
+function answerOpenCalls(
+  run: RunState,
+  state: TurnState,
+  assistant: AssistantMessage,
+  aborted: boolean,
+  reason: unknown,
+): void {
+  if (state.calls.length === 0) state.calls = toolCallsOf(assistant);
+  const text = aborted
+    ? 'Tool call aborted: the run was cancelled'
+    : `Tool call not completed: the run ended because of an error (${errorMessageOf(reason)})`;
+  for (let index = 0; index < state.calls.length; index++) {
+    if (state.outcomes[index] !== undefined) continue;
+    if (!state.started[index]) {
+      state.started[index] = true;
+      const call = state.calls[index]!;
+      run.emit({
+        type: 'tool_execution_start',
+        runId: run.runId,
+        toolCallId: call.id,
+        toolName: call.name,
+        args: call.arguments,
+      });
+    }
+    finishCall(run, state, index, { result: errorResult(text), isError: true });
+  }
+  for (let index = 0; index < state.calls.length; index++) emitResultMessage(run, state, index);
 }
 
 /** A turn of its own for the closing message, standing in for the model call that was not made. */

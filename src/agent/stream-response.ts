@@ -4,14 +4,14 @@
  */
 import { catchError, defer, isObservable, tap, throwError, type Observable } from 'rxjs';
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
-import { errorMessageOf, HookError } from '../types/errors.js';
+import { errorMessageOf, HookError, isAbortError } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import { EMPTY_USAGE } from '../types/usage.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import { wait, type Op } from './drive.js';
-import { turnContext, type RunState, type TurnState } from './run-state.js';
+import { closingMessage, turnContext, type RunState, type TurnState } from './run-state.js';
 
 /**
  * Streams the model's answer to `messages`. Emits `message_start` at the first event, `message_update` for every
@@ -20,7 +20,8 @@ import { turnContext, type RunState, type TurnState } from './run-state.js';
  * once `afterModelResponse` has settled.
  *
  * A provider whose Observable errors, throws in `stream()`, or completes without a terminal event broke its contract;
- * the call still ends as an error message (kind `unknown`) so the transcript stays consistent.
+ * the call still ends as an error message (kind `unknown`) so the transcript stays consistent. A run cancelled while
+ * the call is in flight ends it as an `aborted` message (the stream is unsubscribed at once).
  */
 export function* streamResponse(
   run: RunState,
@@ -62,9 +63,9 @@ export function* streamResponse(
       try {
         yield wait(stream, undefined, onEvent);
       } catch (error) {
-        // Cancellation is closed by the loop, from the last snapshot.
-        if (run.signal.aborted) throw run.signal.reason;
-        terminal = failure(run, turn, `Provider ${provider.id} stream failed: ${errorMessageOf(error)}`);
+        terminal = run.signal.aborted
+          ? cancelled(run, turn)
+          : failure(run, turn, `Provider ${provider.id} stream failed: ${errorMessageOf(error)}`);
       }
     }
   } else {
@@ -134,10 +135,10 @@ export function* streamResponse(
     try {
       yield wait(run.wrapModelCall(request, { ...turnContext(run, turn), invocationId }, send), undefined, onEvent);
     } catch (error) {
-      // Cancellation is closed by the loop, from the last snapshot; a wrapper's bug is a HookError.
-      if (run.signal.aborted) throw run.signal.reason;
-      if (error instanceof HookError) throw error;
-      terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
+      // A wrapper's bug is a HookError.
+      if (run.signal.aborted) terminal = cancelled(run, turn);
+      else if (error instanceof HookError) throw error;
+      else terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
     }
   }
   terminal ??= failure(run, turn, `Provider ${run.provider.id} stream completed without a terminal event`);
@@ -153,6 +154,19 @@ export function* streamResponse(
     turn.response = message;
   }
   return message;
+}
+
+/**
+ * The message a model call cancelled while it streamed ends with: what was received so far (the last snapshot), with
+ * `stopReason: 'aborted'` and the cancellation's message. It then ends the turn and the run like a provider's own
+ * `aborted` error, through the same code. A signal aborted by a failure of the run, not a cancellation, is rethrown.
+ */
+function cancelled(run: RunState, turn: TurnState): AssistantMessage {
+  const reason: unknown = run.signal.reason;
+  if (!isAbortError(reason)) throw reason;
+  const base = turn.streaming;
+  if (base === undefined) return closingMessage(run, true, reason);
+  return { ...base, stopReason: 'aborted', errorMessage: errorMessageOf(reason), errorKind: 'aborted' };
 }
 
 /** Announces attempt `attempt` of the model call `invocationId`. */
