@@ -26,6 +26,10 @@ type Delta = Chunk['choices'][number]['delta'];
  *   end: `stop` (or `toolUse` when calls were made: some compatible servers say `stop` even then), `tool_calls` →
  *   `toolUse`, `length` → `length`, `content_filter` and unknown reasons → `error` naming the reason; no
  *   `finish_reason` at all → a truncated stream, `error` (`unavailable`).
+ * - The end is that usage chunk (no choices, after the `finish_reason`): the response is complete there, and the
+ *   stream ends without waiting for the server to close the connection. The `openai` SDK swallows `data: [DONE]` and
+ *   reads on until the server closes, so a server that keeps the response open after `[DONE]` would otherwise leave
+ *   the call without its terminal event. A server that sends no usage chunk ends at the close, as before.
  */
 export function completionsWireMapper(asm: MessageAssembler, model: Model): WireMapper<Chunk> {
   let text: number | undefined; // content index of the open text block
@@ -42,6 +46,24 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
   const closeThinking = (emit: (event: StreamEvent) => void) => {
     if (thinking !== undefined) emit(asm.endThinking(thinking));
     thinking = undefined;
+  };
+
+  const terminal = () => {
+    switch (finishReason) {
+      case undefined:
+        return asm.error('unavailable', 'The OpenAI stream ended without a finish_reason (truncated response)');
+      case 'stop':
+        return asm.done(callCount > 0 ? 'toolUse' : 'stop');
+      case 'tool_calls':
+      case 'function_call':
+        return asm.done('toolUse');
+      case 'length':
+        return asm.done('length');
+      case 'content_filter':
+        return asm.error('unknown', 'The response was stopped by the content filter (finish_reason "content_filter")');
+      default:
+        return asm.error('unknown', `The response stopped with an unknown finish_reason "${finishReason}"`);
+    }
   };
 
   return {
@@ -72,6 +94,8 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
           ),
         );
       }
+      // The usage chunk after the finish_reason is the last of the response (see above).
+      if (chunk.usage && finishReason !== undefined && (chunk.choices?.length ?? 0) === 0) return terminal();
       const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0);
       if (choice === undefined) return undefined;
       const delta: Delta = choice.delta ?? {};
@@ -118,26 +142,7 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
       return undefined;
     },
 
-    end() {
-      switch (finishReason) {
-        case undefined:
-          return asm.error('unavailable', 'The OpenAI stream ended without a finish_reason (truncated response)');
-        case 'stop':
-          return asm.done(callCount > 0 ? 'toolUse' : 'stop');
-        case 'tool_calls':
-        case 'function_call':
-          return asm.done('toolUse');
-        case 'length':
-          return asm.done('length');
-        case 'content_filter':
-          return asm.error(
-            'unknown',
-            'The response was stopped by the content filter (finish_reason "content_filter")',
-          );
-        default:
-          return asm.error('unknown', `The response stopped with an unknown finish_reason "${finishReason}"`);
-      }
-    },
+    end: terminal,
   };
 }
 

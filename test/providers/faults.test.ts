@@ -240,9 +240,9 @@ describe.each(CASES)('$name: cancellation', (c) => {
   });
 });
 
-// Chat Completions is left out: its end is `data: [DONE]`, which the openai SDK swallows and then keeps reading until
-// the server closes the response, so the terminal event can only come from the end of the body.
-describe.each(CASES.filter((c) => c.name !== 'OpenAIProvider'))('$name: releasing the connection', (c) => {
+// Chat Completions included: the openai SDK swallows its `data: [DONE]` and reads on until the server closes, so the
+// provider ends at the usage chunk that comes last (see completionsWireMapper).
+describe.each(CASES)('$name: releasing the connection', (c) => {
   it('after the terminal event the connection closes, even when the server would keep it open', async () => {
     server.reply({ kind: 'stall', body: c.body });
     const collected = await collectStream(stream(c));
