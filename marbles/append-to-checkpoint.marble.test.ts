@@ -124,6 +124,56 @@ describe('appendToCheckpoint', () => {
     ]);
   });
 
+  it('with storedExtra, writes only a record that differs from what the store holds; onExtraSaved follows each save', () => {
+    const records = [{ plan: 'pro' }, { plan: 'team' }, { plan: 'team' }, { plan: 'pro' }];
+    let turn = 0;
+    let recorded: unknown[] = [];
+    const saved: unknown[] = [];
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      // Four turn ends: the first equals the stored record (no write), the second differs (written, 2 frames), the
+      // third equals what was just saved (no write), the fourth differs again.
+      const source = cold('  -t-t-t-t-|', events);
+      const save1 = cold('      --|');
+      const save2 = cold('          --|');
+      const { writer, calls } = fakeStore([], [save1, save2]);
+      recorded = calls;
+      const sink = appendToCheckpoint(writer, 't1', {
+        seq: 0,
+        extra: () => records[turn++]!,
+        storedExtra: { plan: 'pro' },
+        onExtraSaved: (extra) => void saved.push(extra),
+      });
+      expectObservable(source.pipe(sink)).toBe('-t---(tt)(t|)', events);
+      expectSubscriptions(save1.subscriptions).toBe('---^-!');
+      expectSubscriptions(save2.subscriptions).toBe('-------^-!');
+    });
+    expect(recorded).toEqual([
+      { saveExtra: 't1', extra: { plan: 'team' } },
+      { saveExtra: 't1', extra: { plan: 'pro' } },
+    ]);
+    expect(saved).toEqual([{ plan: 'team' }, { plan: 'pro' }]);
+  });
+
+  it('a failed save errors the stream, and onExtraSaved is not called for it', () => {
+    let recorded: unknown[] = [];
+    const saved: unknown[] = [];
+    testScheduler().run(({ cold, expectObservable }) => {
+      const { writer, calls } = fakeStore([], [cold('-#', {}, new Error('disk full'))]);
+      recorded = calls;
+      const sink = appendToCheckpoint(writer, 't1', {
+        seq: 0,
+        extra: () => ({ plan: 'team' }),
+        storedExtra: {},
+        onExtraSaved: (extra) => void saved.push(extra),
+      });
+      expectObservable(cold('-t-t|', events).pipe(sink, failure)).toBe('--(x|)', {
+        x: 'CheckpointError saveExtra t1: disk full',
+      });
+    });
+    expect(recorded).toEqual([{ saveExtra: 't1', extra: { plan: 'team' } }]);
+    expect(saved).toEqual([]);
+  });
+
   it('saves the extra of turn_end time, though an earlier append is still pending and extra changes meanwhile', () => {
     const state: Record<string, unknown> = { step: 1, nested: { step: 1 } };
     let recorded: unknown[] = [];

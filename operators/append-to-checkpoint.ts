@@ -16,7 +16,8 @@ import {
   type ObservableInput,
   type ObservableNotification,
 } from 'rxjs';
-import { copyExtra } from '../src/checkpoint/row-codec.js';
+import { encodeExtra } from '../src/checkpoint/row-codec.js';
+import { canonicalJson } from '../src/types/messages.js';
 import { toCheckpointError } from '../src/checkpoint/to-checkpoint-error.js';
 import type { AgentEvent } from '../src/types/agent-events.js';
 import { CheckpointError, type CheckpointOperation } from '../src/types/errors.js';
@@ -50,14 +51,22 @@ export interface AppendToCheckpointOptions {
    * never saved.
    */
   readonly extra?: () => Readonly<Record<string, unknown>>;
+  /**
+   * The `extra` record the store holds, as you last loaded or saved it. When given, a `turn_end` whose record encodes
+   * the same (canonical JSON) is not written again: the store already holds it. Each subscription starts from it,
+   * then from the record it last saved. Without it, `extra` is saved at every `turn_end`.
+   */
+  readonly storedExtra?: Readonly<Record<string, unknown>>;
   /** Called with the new `seq` after each append succeeded, before its `message_end` is emitted. */
   readonly onAppended?: (seq: number) => void;
+  /** Called with the record after each `saveExtra` succeeded, before its `turn_end` is emitted. */
+  readonly onExtraSaved?: (extra: Readonly<Record<string, unknown>>) => void;
 }
 
 /**
  * The checkpoint sink: appends the message of every `message_end` to the thread **before** emitting that event, and
- * saves `extra` at every `turn_end` before emitting it, so what a subscriber has seen is never ahead of what is
- * stored. Every other event passes through unchanged; order is kept (`concatMap`: while a write is pending, later
+ * saves `extra` at every `turn_end` (when it differs from `storedExtra`) before emitting it, so what a subscriber has
+ * seen is never ahead of what is stored. Every other event passes through unchanged; order is kept (`concatMap`: while a write is pending, later
  * events wait behind it).
  *
  * Each append passes `expectedSeq` (first `options.seq`, then the `seq` each append returned), so a second writer
@@ -66,8 +75,9 @@ export interface AppendToCheckpointOptions {
  * Errors: a failed write errors the stream with the store's typed error (`ThreadConflictError`, `CheckpointError`);
  * anything else a write throws is wrapped in a `CheckpointError` naming the thread. The events behind the failed
  * write are not emitted. An `onAppended` callback that throws errors the stream with its own error, as its append
- * completes. At a `turn_end`, an `extra` callback that throws errors the stream with its own error, and an `extra`
- * record that cannot be encoded (a `BigInt`, a cycle) with a `CheckpointError` (operation `saveExtra`).
+ * completes, and so does an `onExtraSaved` callback, as its save completes. At a `turn_end`, an `extra` callback that
+ * throws errors the stream with its own error, and an `extra` record that cannot be encoded (a `BigInt`, a cycle)
+ * with a `CheckpointError` (operation `saveExtra`).
  *
  * A source error, and those two `turn_end` errors, wait behind the pending writes like an event: the writes ahead of
  * them complete and their events are emitted first, so the messages that close a failed run are still stored (a
@@ -97,17 +107,19 @@ export function appendToCheckpoint(
   threadId: string,
   options: AppendToCheckpointOptions,
 ): MonoTypeOperatorFunction<AgentEvent> {
-  const { extra, onAppended } = options;
+  const { extra, onAppended, onExtraSaved } = options;
   return (source) =>
     defer(() => {
       let seq = options.seq; // per subscription: what this subscription last wrote
+      // The canonical JSON of what the store holds for extra, when known: an equal record is not written again.
+      let stored = options.storedExtra === undefined ? undefined : encodeStored(options.storedExtra);
       // Notifications, not events, go through the queue: an error or completion waits behind the pending writes.
-      // The extra of each turn end, copied as the event arrives (the run may change it before the write's turn comes),
-      // as JSON: what the store keeps, so a function in it is dropped here as the store would drop it.
-      const extras = new Map<AgentEvent, Readonly<Record<string, unknown>>>();
+      // The extra of each turn end, encoded as the event arrives (the run may change it before the write's turn
+      // comes), as the store keeps it: a function in it is dropped here as the store would drop it.
+      const extras = new Map<AgentEvent, string>();
       return source.pipe(
         tap((event) => {
-          if (event.type === 'turn_end' && extra !== undefined) extras.set(event, copyExtra(threadId, extra()));
+          if (event.type === 'turn_end' && extra !== undefined) extras.set(event, encodeExtra(threadId, extra()));
         }),
         materialize(),
         concatMap((notification): ObservableInput<ObservableNotification<AgentEvent>> => {
@@ -132,10 +144,18 @@ export function appendToCheckpoint(
             );
           }
           if (event.type === 'turn_end' && extra !== undefined) {
-            const record = extras.get(event)!;
+            const encoded = extras.get(event)!;
             extras.delete(event);
+            if (encoded === stored) return [notification];
+            const record = JSON.parse(encoded) as Record<string, unknown>;
             return write(threadId, 'saveExtra', () => checkpointer.saveExtra(threadId, record)).pipe(
               ignoreElements(),
+              tap({
+                complete: () => {
+                  stored = encoded;
+                  onExtraSaved?.(record);
+                },
+              }),
               endWith(notification),
             );
           }
@@ -151,4 +171,13 @@ function write<T>(threadId: string, operation: CheckpointOperation, start: () =>
   return defer(start).pipe(
     catchError((error: unknown) => throwError(() => toCheckpointError(error, operation, threadId))),
   );
+}
+
+/** The canonical JSON of a stored record; `undefined` (unknown: write at the next turn end) if it cannot be encoded. */
+function encodeStored(record: Readonly<Record<string, unknown>>): string | undefined {
+  try {
+    return canonicalJson(record);
+  } catch {
+    return undefined;
+  }
 }

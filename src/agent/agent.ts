@@ -153,6 +153,8 @@ export class Agent {
   private readonly checkpointer: Checkpointer | undefined;
   /** The thread's `seq` as last loaded or written (the `expectedSeq` of the next append). */
   private seq = 0;
+  /** The `extra` record the store holds, as last loaded or saved: a turn end with the same record writes nothing. */
+  private storedExtra: Readonly<Record<string, unknown>> = {};
   /** Whether the in-memory transcript is the thread's (restored, or no checkpointer). */
   private restored: boolean;
   /** The restore in flight, shared by everyone who needs it until it settles (one load at a time). */
@@ -499,6 +501,8 @@ export class Agent {
     this.messagesSnapshot = undefined;
     this.seq = seq;
     if (data !== null) this.extra = { ...data.extra };
+    // Its own copy: `extra` shares nested objects with `data.extra`, and hooks may change them.
+    this.storedExtra = data === null ? {} : structuredClone(data.extra);
     this.restored = true;
     this.changed();
   }
@@ -517,7 +521,9 @@ export class Agent {
       appendToCheckpoint(checkpointer, this.options.threadId!, {
         seq: this.seq,
         extra: () => this.extra,
+        storedExtra: this.storedExtra,
         onAppended: (seq) => (this.seq = seq),
+        onExtraSaved: (extra) => (this.storedExtra = extra),
       }),
     );
   }

@@ -42,15 +42,6 @@ export function encodeExtra(threadId: string, extra: Readonly<Record<string, unk
   return serialize(extra, 'saveExtra', threadId, 'extra');
 }
 
-/**
- * A copy of an `extra` record as a store would give it back: its canonical JSON, parsed (functions, symbols and
- * `undefined` fields dropped, `toJSON` applied, keys sorted). A value that cannot be serialised is the
- * `CheckpointError` of {@link encodeExtra}.
- */
-export function copyExtra(threadId: string, extra: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  return JSON.parse(encodeExtra(threadId, extra)) as Record<string, unknown>;
-}
-
 function serialize(value: unknown, operation: 'append' | 'saveExtra', threadId: string, what: string): string {
   try {
     return canonicalJson(value);

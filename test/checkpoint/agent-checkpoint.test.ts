@@ -116,7 +116,7 @@ describe('an Agent with a checkpointer', () => {
     }
   });
 
-  it('saves extra at every turn end (replace semantics)', async () => {
+  it('saves extra at every turn end where it changed (replace semantics)', async () => {
     const store = new MemoryCheckpointer();
     const saved: unknown[] = [];
     const spy: Checkpointer = {
@@ -149,6 +149,35 @@ describe('an Agent with a checkpointer', () => {
     await agent.prompt('go');
     expect(saved).toEqual([{ turns: 1 }, { turns: 2 }]);
     expect((await store.load('x'))!.extra).toEqual({ turns: 2 });
+  });
+
+  it('writes extra only when it differs from what the store holds (loaded, or last saved)', async () => {
+    const store = new MemoryCheckpointer();
+    await store.saveExtra('y', { plan: 'pro' });
+    const saved: unknown[] = [];
+    const spy = wrapped(store, {
+      saveExtra: async (t, extra) => (saved.push({ ...extra }), store.saveExtra(t, extra)),
+    });
+    let change: Record<string, unknown> | undefined = undefined;
+    const agent = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('one'), fauxMessage('two'), fauxMessage('three')] }),
+      model: 'faux',
+      checkpointer: spy,
+      threadId: 'y',
+      afterModelResponse: (_r, ctx) => {
+        if (change !== undefined) Object.assign(ctx.extra, change);
+        return undefined;
+      },
+    });
+    await agent.prompt('a'); // extra as loaded: nothing to write
+    expect(saved).toEqual([]);
+    change = { plan: 'team' };
+    await agent.prompt('b'); // changed: written once
+    expect(saved).toEqual([{ plan: 'team' }]);
+    await agent.prompt('c'); // the same again: the store holds it
+    expect(saved).toEqual([{ plan: 'team' }]);
+    expect((await store.load('y'))!.extra).toEqual({ plan: 'team' });
+    expect(agent.state.extra).toEqual({ plan: 'team' });
   });
 
   it('two agents on one thread: the second writer gets a ThreadConflictError, then reloads and continues', async () => {
