@@ -82,6 +82,7 @@ function scriptedProvider(script) {
           subscriber.complete();
         };
         function onAbort() {
+          if (closed) return; // torn down already (cubepi unsubscribes a cancelled run's stream first)
           ticker?.stop("signal");
           end(asm.error("aborted", "Request aborted"));
         }

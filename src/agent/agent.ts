@@ -2,7 +2,7 @@
  * The Agent facade: state, queues and runs around {@link runAgentLoop}.
  * @module
  */
-import { defer, lastValueFrom, Observable, of, Subject, switchMap, type Observer, type Subscriber } from 'rxjs';
+import { defer, lastValueFrom, Observable, of, switchMap, type Observer, type Subscriber } from 'rxjs';
 import { appendToCheckpoint } from '../../operators/append-to-checkpoint.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import {
@@ -133,7 +133,8 @@ export class Agent {
   private readonly middleware: ComposedMiddleware;
   private readonly options: AgentOptions;
   private readonly events = new EventHub<AgentEvent>();
-  private readonly stateChanges = new Subject<void>();
+  /** Tells `state$` subscribers that the state changed (a hub, not a Subject: it is told on every event). */
+  private readonly stateChanges = new EventHub<void>();
   private readonly reportListenerError: (error: unknown, event: AgentEvent) => void;
 
   private systemPrompt: string;
@@ -184,7 +185,7 @@ export class Agent {
     this.events$ = this.events.observable;
     this.state$ = new Observable<AgentState>((subscriber) => {
       subscriber.next(this.state);
-      return this.stateChanges.subscribe(() => subscriber.next(this.state));
+      return this.stateChanges.add(() => subscriber.next(this.state));
     });
   }
 
@@ -411,7 +412,8 @@ export class Agent {
           // The per-delta path: one field and two deliveries, nothing else.
           if (event.message.role === 'assistant') this.streamingMessage = event.message;
           this.changed();
-          deliver(event);
+          this.events.emit(event);
+          run.subscriber?.next(event);
           return;
         }
         if (event.type === 'agent_start') runId = event.runId;
@@ -422,7 +424,8 @@ export class Agent {
         }
         this.apply(event);
         if (event.type === 'agent_end' && this.run === run) this.endRun();
-        deliver(event);
+        this.events.emit(event);
+        run.subscriber?.next(event);
       },
       complete: () => {
         closed = true;
@@ -607,7 +610,7 @@ export class Agent {
 
   private changed(): void {
     this.snapshot = undefined;
-    if (this.stateChanges.observed) this.stateChanges.next();
+    this.stateChanges.emit();
   }
 
   private buildSnapshot(): AgentState {

@@ -242,7 +242,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   const state = newTurn(run.turnIndex++);
   run.turn = state;
   run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
-  for (const message of pending) addMessage(run, message);
+  for (let i = 0; i < pending.length; i++) addMessage(run, pending[i]!);
   if (run.signal.aborted) throw run.signal.reason;
 
   const { hooks } = run;
@@ -319,7 +319,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
       terminate = batch.terminate;
     }
   }
-  for (const message of inject) addMessage(run, message);
+  for (let i = 0; i < inject.length; i++) addMessage(run, inject[i]!);
   endTurn(run, state, final, results);
 
   if (decision === 'stop') return 'end';

@@ -64,7 +64,8 @@ interface OpenArguments {
  */
 export class MessageAssembler {
   private blocks: AssistantContent[] = [];
-  private readonly openArguments = new Map<number, OpenArguments>();
+  /** The argument text of tool calls still open, by content index (made at the first streamed call). */
+  private openArguments: Map<number, OpenArguments> | undefined;
   private appendsSinceFlatten = 0;
   private usage: Usage = EMPTY_USAGE;
   private responseId: string | undefined;
@@ -189,7 +190,7 @@ export class MessageAssembler {
   startToolCall(id: string, name: string, args?: Record<string, unknown>): ToolCallStartEvent {
     if (args === undefined) {
       const contentIndex = this.push({ type: 'toolCall', id, name, arguments: {} });
-      this.openArguments.set(contentIndex, { raw: '', previewedLength: 0 });
+      (this.openArguments ??= new Map()).set(contentIndex, { raw: '', previewedLength: 0 });
       return { type: 'toolcall_start', contentIndex, partial: this.current };
     }
     if (!isRecord(args)) {
@@ -212,10 +213,11 @@ export class MessageAssembler {
    */
   toolCallDelta(contentIndex: number, delta: string): ToolCallDeltaEvent {
     const block = this.blockAt(contentIndex, 'toolCall');
-    let open = this.openArguments.get(contentIndex);
+    const opened = (this.openArguments ??= new Map());
+    let open = opened.get(contentIndex);
     if (open === undefined) {
       open = { raw: '', previewedLength: 0 };
-      this.openArguments.set(contentIndex, open);
+      opened.set(contentIndex, open);
     }
     const raw = this.append(open.raw, delta);
     open.raw = raw;
@@ -262,9 +264,9 @@ export class MessageAssembler {
 
   private finishToolCall(contentIndex: number): ToolCall {
     const block = this.blockAt(contentIndex, 'toolCall');
-    const raw = this.openArguments.get(contentIndex)?.raw;
+    const raw = this.openArguments?.get(contentIndex)?.raw;
     if (raw === undefined) return block; // already finished, or arrived whole (startToolCall with arguments)
-    this.openArguments.delete(contentIndex);
+    this.openArguments!.delete(contentIndex);
     const parsed = parseToolArguments(raw);
     const toolCall: ToolCall = parsed.ok
       ? { type: 'toolCall', id: block.id, name: block.name, arguments: parsed.value }
@@ -275,6 +277,7 @@ export class MessageAssembler {
 
   /** A call left open by a terminal event is parsed strictly too: a cut-off call must not look valid. */
   private finishOpenToolCalls(): void {
+    if (this.openArguments === undefined || this.openArguments.size === 0) return;
     for (const index of [...this.openArguments.keys()]) this.finishToolCall(index);
   }
 
