@@ -143,7 +143,8 @@ export class Agent {
   private messages: Message[];
   private extra: Record<string, unknown>;
   private streamingMessage: AssistantMessage | undefined;
-  private readonly pendingToolCalls = new Set<string>();
+  /** The ids of the tool calls started and not yet ended (an array: usually one or a few, added and removed often). */
+  private pendingToolCalls: string[] = [];
   private errorMessage: string | undefined;
   private run: ActiveRun | undefined;
   private steering: QueuedSteer[] = [];
@@ -298,7 +299,7 @@ export class Agent {
     this.messages = [];
     this.errorMessage = undefined;
     this.streamingMessage = undefined;
-    this.pendingToolCalls.clear();
+    this.pendingToolCalls = [];
     this.steering = [];
     this.followUps = [];
     this.messagesSnapshot = undefined;
@@ -400,7 +401,9 @@ export class Agent {
 
     let added: readonly Message[] = [];
     let runId: string | undefined;
+    // What the checkpoint sink stored of this run (messages pass it before their message_end), for a run it stops.
     const stored: Message[] = [];
+    const checkpointed = this.checkpointer !== undefined;
     let closed = false;
     const deliver = (event: AgentEvent) => {
       this.events.emit(event);
@@ -417,7 +420,7 @@ export class Agent {
           return;
         }
         if (event.type === 'agent_start') runId = event.runId;
-        else if (event.type === 'message_end') stored.push(event.message);
+        else if (event.type === 'message_end' && checkpointed) stored.push(event.message);
         else if (event.type === 'agent_end') {
           added = event.messages;
           run.ended = true;
@@ -559,7 +562,7 @@ export class Agent {
   private endRun(): void {
     this.run = undefined;
     this.streamingMessage = undefined;
-    this.pendingToolCalls.clear();
+    this.pendingToolCalls = [];
     this.changed();
   }
 
@@ -597,10 +600,10 @@ export class Agent {
         break;
       }
       case 'tool_execution_start':
-        this.pendingToolCalls.add(event.toolCallId);
+        if (!this.pendingToolCalls.includes(event.toolCallId)) this.pendingToolCalls.push(event.toolCallId);
         break;
       case 'tool_execution_end':
-        this.pendingToolCalls.delete(event.toolCallId);
+        remove(this.pendingToolCalls, event.toolCallId);
         break;
       default:
         return;
@@ -646,6 +649,14 @@ class FrozenSet<T> extends Set<T> {
   override clear(): void {
     throw new TypeError('AgentState.pendingToolCalls is a snapshot and cannot change');
   }
+}
+
+/** Removes `item` from `list` in place (without allocating when it is the last one, the common case). */
+function remove<T>(list: T[], item: T): void {
+  const index = list.lastIndexOf(item);
+  if (index < 0) return;
+  if (index === list.length - 1) list.pop();
+  else list.splice(index, 1);
 }
 
 function busy(method: string): AgentBusyError {

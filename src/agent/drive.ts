@@ -82,6 +82,27 @@ export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSi
   let waiting = false;
   let current: Subscription | undefined;
   let queued: { ok: boolean; value: unknown } | undefined;
+  // The Observable being waited on: the token of its wait, its last value, what to call for each value. One observer
+  // serves every such wait (no closures per wait). A wait that is over is unsubscribed, so it delivers nothing more;
+  // until then (it ended while its subscribe call was still running) its calls carry a stale token and are ignored,
+  // and no other wait can start before that subscribe call returns.
+  let observedToken = -1;
+  let last: unknown;
+  let onNext: ((value: unknown) => void) | undefined;
+  const observer = {
+    next: (value: unknown) => {
+      if (observedToken !== token) return;
+      last = value;
+      if (onNext === undefined) return;
+      try {
+        onNext(value);
+      } catch (error) {
+        resume(observedToken, false, error);
+      }
+    },
+    error: (error: unknown) => resume(observedToken, false, error),
+    complete: () => resume(observedToken, true, last),
+  };
 
   const finish = () => {
     done = true;
@@ -93,6 +114,8 @@ export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSi
     if (done || forToken !== token) return;
     token++;
     waiting = false;
+    last = undefined;
+    onNext = undefined;
     const source = current;
     current = undefined;
     source?.unsubscribe();
@@ -141,22 +164,10 @@ export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSi
             (rejected) => resume(waitToken, false, rejected),
           );
         } else {
-          let last = wait.fallback;
-          const onNext = wait.onNext;
-          const subscription: Subscription = wait.source.subscribe({
-            next: (emitted) => {
-              if (waitToken !== token) return;
-              last = emitted;
-              if (onNext === undefined) return;
-              try {
-                onNext(emitted);
-              } catch (error) {
-                resume(waitToken, false, error);
-              }
-            },
-            error: (error: unknown) => resume(waitToken, false, error),
-            complete: () => resume(waitToken, true, last),
-          });
+          observedToken = waitToken;
+          last = wait.fallback;
+          onNext = wait.onNext;
+          const subscription: Subscription = wait.source.subscribe(observer);
           // Resumed during subscribe (completed, errored or aborted synchronously): release it now.
           if (waitToken === token) current = subscription;
           else subscription.unsubscribe();

@@ -49,7 +49,7 @@ export function* runToolBatch(
   assistant: AssistantMessage,
   calls: readonly ToolCall[],
 ): Op<BatchResult> {
-  turn.calls = calls;
+  openCalls(turn, calls);
   // One call is the same in both modes (prepare, execute, answer): the common case, with no operator chain.
   if (calls.length === 1 || isSequential(run, calls)) {
     for (let index = 0; index < calls.length; index++) {
@@ -76,15 +76,27 @@ export function* runToolBatch(
   }
 
   let terminate = true;
-  for (const outcome of turn.outcomes) if (outcome?.result.terminate !== true) terminate = false;
+  for (let index = 0; index < calls.length; index++) {
+    if (turn.outcomes[index]?.result.terminate !== true) terminate = false;
+  }
   return { results: turn.resultMessages as ToolResultMessage[], terminate };
+}
+
+/** The turn's calls, and what is known of each, in arrays of exactly their length. */
+function openCalls(turn: TurnState, calls: readonly ToolCall[]): void {
+  turn.calls = calls;
+  turn.started = new Array<boolean>(calls.length).fill(false);
+  turn.outcomes = new Array<CallOutcome | undefined>(calls.length).fill(undefined);
+  turn.resultMessages = new Array<ToolResultMessage | undefined>(calls.length).fill(undefined);
 }
 
 /** Whether the batch runs one call at a time: the agent's setting, or a tool of the batch asking for it. */
 function isSequential(run: RunState, calls: readonly ToolCall[]): boolean {
   if (run.toolExecution === 'sequential') return true;
   if (!run.hasSequentialTool) return false;
-  for (const call of calls) if (run.toolsByName.get(call.name)?.executionMode === 'sequential') return true;
+  for (let index = 0; index < calls.length; index++) {
+    if (run.toolsByName.get(calls[index]!.name)?.executionMode === 'sequential') return true;
+  }
   return false;
 }
 
@@ -98,7 +110,7 @@ export function answerUnexecuted(
   calls: readonly ToolCall[],
   text: string,
 ): BatchResult {
-  turn.calls = calls;
+  openCalls(turn, calls);
   for (let index = 0; index < calls.length; index++) {
     startCall(run, turn, index);
     finishCall(run, turn, index, { result: errorResult(text), isError: true });
