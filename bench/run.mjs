@@ -37,7 +37,7 @@ fs.mkdirSync(tmpDir, { recursive: true });
 
 // `short`: one-shot measurements of well under a second (a cold process's first turns, an abort, one batch), where a
 // shared machine's noise is as large as the differences; more processes make their medians steadier.
-const R = quick ? { short: 3, fast: 2, slow: 1 } : { short: 9, fast: 5, slow: 3 };
+const R = quick ? { short: 3, fast: 2, slow: 1 } : { short: 15, fast: 5, slow: 3 };
 const W3_SIZES = [100, 1000, 5000, 10000];
 
 /** The workload matrix of one adapter. reps: processes per cell; timeoutS: hard per-process bound. */
