@@ -62,7 +62,7 @@ function jobsFor(peer, mod, file) {
   const sizes = mod.w3Sizes ?? [100, 1000, 5000];
   for (const va of V("w3")) {
     for (const H of sizes.filter((h) => W3_SIZES.includes(h))) {
-      add("w3", { ...va, H, turns: 5, dbPath: path.join(tmpDir, `${peer}-w3-${H}.db`) }, quick ? 1 : 2, H >= 10000 ? 420 : 300);
+      add("w3", { ...va, H, turns: 5, dbPath: path.join(tmpDir, `${peer}-w3-${H}.db`) }, quick ? 1 : R.fast, H >= 10000 ? 420 : 300);
     }
   }
   add("w4", { K: 8, delayMs: 100 }, R.short, 60);
