@@ -146,7 +146,7 @@ export function renderSection(summary, meta) {
   p("**logical**, bytes of the new rows (SQLite: `SUM(LENGTH(...))` of new rows, LangGraph: checkpoints + writes blobs,");
   p("PostgreSQL: `pg_column_size` of the new JSONB rows, pi: the JSONL lines). pi-agent-core has no checkpointer: its row is");
   p("a harness-written JSONL append. cubepi: `SQLiteCheckpointer` (synchronous = full, WAL) and `PostgresCheckpointer`");
-  p("(a schema per run, dropped after), as the Agent writes them (one append per message, `extra` at each turn end).", "");
+  p("(a schema per run, dropped after), as the Agent writes them (one append per message; `extra` at a turn end only when it changed, and the workload never changes it).", "");
   p("| runtime | saver | H | ms/turn | turns | wchar/turn | store growth/turn | logical/turn | peak RSS MB | cubepi sqlite ÷ this (ms) | cubepi sqlite ÷ this (wchar) |");
   p("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   const w3 = rows("w3").sort((a, b) => rank(a.peer) - rank(b.peer) || String(a.params.saver).localeCompare(String(b.params.saver)) || a.params.H - b.params.H);
