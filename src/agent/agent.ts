@@ -155,8 +155,11 @@ export class Agent {
   private readonly checkpointer: Checkpointer | undefined;
   /** The thread's `seq` as last loaded or written (the `expectedSeq` of the next append). */
   private seq = 0;
-  /** The `extra` record the store holds, as last loaded or saved: a turn end with the same record writes nothing. */
-  private storedExtra: Readonly<Record<string, unknown>> = {};
+  /**
+   * The `extra` record the store holds, as last loaded or saved (`undefined`: not known): a turn end with the same
+   * record writes nothing.
+   */
+  private storedExtra: Readonly<Record<string, unknown>> | undefined = {};
   /** Whether the in-memory transcript is the thread's (restored, or no checkpointer). */
   private restored: boolean;
   /** The restore in flight, shared by everyone who needs it until it settles (one load at a time). */
@@ -507,8 +510,7 @@ export class Agent {
     this.messagesSnapshot = undefined;
     this.seq = seq;
     if (data !== null) this.extra = { ...data.extra };
-    // Its own copy: `extra` shares nested objects with `data.extra`, and hooks may change them.
-    this.storedExtra = data === null ? {} : structuredClone(data.extra);
+    this.storedExtra = data === null ? {} : copyOrUnknown(data.extra);
     this.restored = true;
     this.changed();
   }
@@ -648,6 +650,19 @@ class FrozenSet<T> extends Set<T> {
   }
   override clear(): void {
     throw new TypeError('AgentState.pendingToolCalls is a snapshot and cannot change');
+  }
+}
+
+/**
+ * A deep copy of a loaded `extra` (the agent's `extra` shares nested objects with it, and hooks may change them), or
+ * `undefined` when a store handed back something that cannot be copied: then it is not known, and the next turn end
+ * writes `extra` whatever it holds.
+ */
+function copyOrUnknown(extra: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> | undefined {
+  try {
+    return structuredClone(extra);
+  } catch {
+    return undefined;
   }
 }
 

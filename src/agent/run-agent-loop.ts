@@ -23,7 +23,7 @@ import {
 } from './run-state.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
 import { streamResponse } from './stream-response.js';
-import { answerUnexecuted, emitResultMessage, finishCall, runToolBatch } from './tool-batch.js';
+import { answerUnexecuted, emitResultMessage, finishCall, runToolBatch, startCall } from './tool-batch.js';
 
 /** Options of {@link runAgentLoop}. */
 export interface RunAgentLoopOptions extends RunSettings {
@@ -433,17 +433,7 @@ function answerOpenCalls(
     : `Tool call not completed: the run ended because of an error (${errorMessageOf(reason)})`;
   for (let index = 0; index < state.calls.length; index++) {
     if (state.outcomes[index] !== undefined) continue;
-    if (!state.started[index]) {
-      state.started[index] = true;
-      const call = state.calls[index]!;
-      run.emit({
-        type: 'tool_execution_start',
-        runId: run.runId,
-        toolCallId: call.id,
-        toolName: call.name,
-        args: call.arguments,
-      });
-    }
+    if (!state.started[index]) startCall(run, state, index);
     finishCall(run, state, index, { result: errorResult(text), isError: true });
   }
   for (let index = 0; index < state.calls.length; index++) emitResultMessage(run, state, index);

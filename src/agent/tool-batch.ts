@@ -318,7 +318,8 @@ function* afterToolCall(
   };
 }
 
-function startCall(run: RunState, turn: TurnState, index: number): void {
+/** Marks call `index` started and emits its `tool_execution_start`. */
+export function startCall(run: RunState, turn: TurnState, index: number): void {
   const call = turn.calls[index]!;
   turn.started[index] = true;
   run.emit({
