@@ -174,11 +174,13 @@ function layer<TRequest, TValue, TContext>(
     const output = wrapper.call(request, ctx, countedNext);
     if (!isObservable(output))
       throw new TypeError(`${kind} must return an Observable, got ${output === null ? 'null' : typeof output}`);
-    // Checked at completion: a wrapper declaring "once" must have called next by then.
+    // Checked at completion: a wrapper declaring "once" must have called next by then. (Only such a layer gets the
+    // check: it is an operator more on every event of the call.)
+    if (wrapper.nextCalls !== 'once') return output as Observable<TValue>;
     return (output as Observable<TValue>).pipe(
       concatWith(
         defer(() =>
-          wrapper.nextCalls === 'once' && calls === 0
+          calls === 0
             ? throwError(() => fail(new Error('completed without calling next but declares nextCalls "once"')))
             : EMPTY,
         ),
