@@ -194,6 +194,31 @@ describe('fallback', () => {
     expect(trace(events)).toEqual(['model_attempt', 'model_fallback', 'model_attempt']);
   });
 
+  it('a model_fallback event is not changed afterwards when the model it moved to fails too', async () => {
+    const primary = new FauxProvider({ id: 'faux-a', responses: [transient('unavailable')] });
+    const second = new FauxProvider({ id: 'faux-b', responses: [transient('unavailable')] });
+    const third = new FauxProvider({ id: 'faux-c', responses: [fauxMessage('answer from C')] });
+    const modelC: Model = { id: 'model-c', provider: 'faux-c' };
+    const agent = new Agent({
+      provider: primary,
+      model: 'model-a',
+      middleware: [
+        fallback([
+          { provider: second, model: modelB },
+          { provider: third, model: modelC },
+        ]),
+      ],
+    });
+    const events = record(agent);
+    await agent.prompt('go');
+    const moves = events.filter((e): e is ModelFallbackEvent => e.type === 'model_fallback');
+    expect(moves.map((e) => e.to)).toStrictEqual([
+      { provider: 'faux-b', model: 'model-b' },
+      { provider: 'faux-c', model: 'model-c' },
+    ]);
+    expect(moves[1]!.from).toStrictEqual({ provider: 'faux-b', model: 'model-b' });
+  });
+
   it('skips a target that cannot serve the request (images for a text-only model)', async () => {
     const primary = new FauxProvider({ id: 'faux-a', responses: [transient('unavailable')] });
     const textOnly = new FauxProvider({ id: 'text-only', responses: [fauxMessage('never')] });

@@ -99,7 +99,8 @@ export function* streamResponse(
             ...(reason ? { reason } : {}),
           });
         }
-        const current: { provider: string; model: string; error?: string } = to;
+        // Its own record (not `to`, which the model_fallback event carries): a failure is noted on it below.
+        const current: { provider: string; model: string; error?: string } = { provider: to.provider, model: to.model };
         previous = current;
         emitAttempt(run, turn, invocationId, attempt, to.provider, to.model);
         const stream = openStream(
