@@ -5,7 +5,8 @@
 //
 // Two write paths per backend:
 //   agent  — what an Agent does: the events of the two model turns go through `appendToCheckpoint`, so each message
-//            is its own append (with expectedSeq) and `extra` is saved at each of the two turn_ends.
+//            is its own append (with expectedSeq), and `extra` (which changes once per turn here) is saved at a
+//            turn_end when it differs from what the store holds, as the Agent passes `storedExtra`: once per turn.
 //   batch  — one append of the 4 messages: the floor.
 //
 // Run after `npm run build` (it imports the built package by name):  node bench/checkpoint-cost.mjs
@@ -133,7 +134,9 @@ async function oneTurn(store, path, t) {
     const sink = appendToCheckpoint(checkpointer, threadId, {
       seq: store.seq,
       extra: () => ({ turn: t }),
+      storedExtra: store.extra,
       onAppended: (seq) => (store.seq = seq),
+      onExtraSaved: (extra) => (store.extra = extra),
     });
     await lastValueFrom(from(turnEvents(i)).pipe(sink), { defaultValue: undefined });
   } else {
@@ -316,8 +319,9 @@ measured turns of +4 messages (user → assistant tool call → tool result → 
 values (a noisy moment hits every H alike); medians per turn.
 
 - **agent**: the events of the turn's two model calls go through \`appendToCheckpoint\`, as an Agent's run does: four
-  appends of one message (each with \`expectedSeq\`) and \`saveExtra\` at both \`turn_end\`s. **batch**: one append of
-  the four messages and one \`saveExtra\`.
+  appends of one message (each with \`expectedSeq\`), and \`saveExtra\` at a \`turn_end\` only when \`extra\` differs
+  from what the store holds (the Agent passes \`storedExtra\`): \`extra\` changes once per turn here, so once.
+  **batch**: one append of the four messages and one \`saveExtra\`.
 - **wchar**: bytes this process passed to \`write()\` (\`/proc/self/io\`); for PostgreSQL that is what the client sent
   over the socket. **store growth**: SQLite, growth of the database file plus its WAL (emptied by a checkpoint after
   seeding, so it counts the WAL frames the turns append: whole 4 KiB pages); PostgreSQL, WAL bytes the server
