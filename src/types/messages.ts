@@ -78,8 +78,15 @@ export function userMessage(content: string | readonly UserContent[], metadata?:
 
 /** The tool calls of an assistant message, in the model's order. */
 export function toolCallsOf(message: AssistantMessage): ToolCall[] {
-  const calls: ToolCall[] = [];
-  for (const block of message.content) if (block.type === 'toolCall') calls.push(block);
+  // Counted first, so the array is made at its length (called once per model call; pushing to [] makes 17 slots).
+  const { content } = message;
+  let count = 0;
+  for (let i = 0; i < content.length; i++) if (content[i]!.type === 'toolCall') count++;
+  const calls = new Array<ToolCall>(count);
+  for (let i = 0, n = 0; i < content.length; i++) {
+    const block = content[i]!;
+    if (block.type === 'toolCall') calls[n++] = block;
+  }
   return calls;
 }
 
