@@ -434,7 +434,7 @@ describe('wrapToolCall', () => {
 });
 
 describe('wrappers and cancellation', () => {
-  it('the signal reaches wrappers, and cancelling tears the layers down', async () => {
+  it('the signal reaches wrappers, and cancelling tears the layers down, keeping what was streamed', async () => {
     let seen: AbortSignal | undefined;
     let inner: Subscription | undefined;
     let tornDown = false;
@@ -444,6 +444,8 @@ describe('wrappers and cancellation', () => {
         new Observable<StreamEvent>((subscriber) => {
           const asm = new MessageAssembler({ provider: 'stalled', model: model.id });
           subscriber.next(asm.start());
+          subscriber.next(asm.startText());
+          subscriber.next(asm.textDelta(0, 'partial'));
           return () => (tornDown = true);
         }),
     };
@@ -467,10 +469,18 @@ describe('wrappers and cancellation', () => {
     const run = agent.prompt('go');
     await tick(5);
     agent.abort();
-    await run;
+    const added = await run;
     expect(seen?.aborted).toBe(true);
     expect(inner?.closed).toBe(true);
     expect(tornDown).toBe(true);
+    expect(added.at(-1)).toMatchObject({
+      role: 'assistant',
+      stopReason: 'aborted',
+      errorKind: 'aborted',
+      errorMessage: 'Run aborted',
+      content: [{ type: 'text', text: 'partial' }],
+    });
+    expect(added).toHaveLength(2); // the prompt and the aborted answer: one closing message, not two
   });
 
   it("cancelling during a tool call tears the wrapToolCall layers down and fires the tool's signal", async () => {
