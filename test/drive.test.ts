@@ -1,7 +1,22 @@
 // The generator driver is internal, but everything rests on it: its promises are pinned here directly.
-import { defer, NEVER, Observable, of, throwError, timer } from 'rxjs';
+import { defer, isObservable, NEVER, Observable, of, throwError, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { drive, fromOp, settle, suspend, type Op } from '../src/agent/drive.js';
+import { drive, fromOp, isPromiseLike, wait, type Op } from '../src/agent/drive.js';
+
+/** Waits for `source` the way the loop's steps do: yields its Suspension, resumes with the value. */
+function* suspend<T, F = T>(
+  source: Observable<T> | PromiseLike<T>,
+  fallback: F,
+  onNext?: (value: T) => void,
+): Op<T | F> {
+  return (yield wait(source, fallback, onNext)) as T | F;
+}
+
+/** A plain value at once, without yielding; a Promise or an Observable waited for (as the loop treats hook answers). */
+function* settle<T>(value: T | PromiseLike<T> | Observable<T>, fallback: T): Op<T> {
+  if (isObservable(value) || isPromiseLike(value)) return yield* suspend(value, fallback);
+  return value;
+}
 import { deferred, tick } from './helpers.js';
 
 function run<T>(op: Op<T>, signal?: AbortSignal) {

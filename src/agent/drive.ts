@@ -1,9 +1,9 @@
 /**
  * The driver behind the loop: a generator that yields only when it must wait.
  *
- * The loop is written as a generator (`function*`) that reads like an async function: `yield* settle(x)` waits for
- * `x` when it is a Promise or an Observable, and returns it at once when it is a plain value. Compared with
- * `async`/`await` this buys three things the runtime promises:
+ * The loop is written as a generator (`function*`) that reads like an async function: `yield wait(x, fallback)` waits
+ * for `x`, a Promise or an Observable, and the loop yields only for such a value (a plain one is used at once).
+ * Compared with `async`/`await` this buys three things the runtime promises:
  * - no microtask hop per step: a turn whose hooks and tools answer synchronously runs synchronously;
  * - virtual time: a hook, tool or provider that is an Observable built on RxJS schedulers resumes the loop from the
  *   scheduler, so a whole run can be marble-tested inside `TestScheduler.run()`;
@@ -12,7 +12,7 @@
  *   transcript gets.
  * @module
  */
-import { isObservable, Observable, type Subscription } from 'rxjs';
+import { Observable, type Subscription } from 'rxjs';
 
 /** What a generator yields: something to wait for, with the value to resume with when an Observable emits nothing. */
 export interface Suspension {
@@ -26,9 +26,9 @@ export interface Suspension {
 export type Op<T> = Generator<Suspension, T, unknown>;
 
 /**
- * The {@link Suspension} for `source`, for a step to yield itself: `(yield wait(source, fallback)) as T` resumes with a
- * Promise's value, or an Observable's last value (`fallback` when it emits none). The loop's per-turn waits use it
- * instead of `yield* suspend(…)`: one generator less to create and to pass through on every resume.
+ * The {@link Suspension} for `source`, for a step to yield: `(yield wait(source, fallback)) as T` resumes with a
+ * Promise's value, or an Observable's last value (`fallback` when it emits none), calling `onNext` for each value of
+ * an Observable as it arrives.
  */
 export function wait<T, F = T>(
   source: Observable<T> | PromiseLike<T>,
@@ -36,21 +36,6 @@ export function wait<T, F = T>(
   onNext?: (value: T) => void,
 ): Suspension {
   return { source, fallback, onNext: onNext as ((value: unknown) => void) | undefined };
-}
-
-/** Waits for `source`: a Promise's value, or an Observable's last value (`fallback` when it emits none). */
-export function* suspend<T, F = T>(
-  source: Observable<T> | PromiseLike<T>,
-  fallback: F,
-  onNext?: (value: T) => void,
-): Op<T | F> {
-  return (yield wait(source, fallback, onNext)) as T | F;
-}
-
-/** Returns a plain value at once (no yield); waits for a Promise or an Observable (its last value, else `fallback`). */
-export function* settle<T>(value: T | PromiseLike<T> | Observable<T>, fallback: T): Op<T> {
-  if (isObservable(value) || isPromiseLike(value)) return yield* suspend(value, fallback);
-  return value;
 }
 
 /** Whether a value is a thenable. */
