@@ -180,20 +180,19 @@ export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSi
   };
 }
 
-/** Runs `factory()`'s generator on subscription, as a cold Observable of its return value. */
-export function fromOp<T>(factory: () => Op<T>, signal?: AbortSignal): Observable<T> {
+/**
+ * Runs `factory()`'s generator on subscription, as a cold Observable of its return value. It listens to no signal:
+ * it runs inside a wait of the run's own driver, which unsubscribes it (closing the generator) when the run aborts.
+ */
+export function fromOp<T>(factory: () => Op<T>): Observable<T> {
   return new Observable<T>((subscriber) =>
-    drive(
-      factory(),
-      {
-        complete: (value) => {
-          subscriber.next(value);
-          subscriber.complete();
-        },
-        error: (error) => subscriber.error(error),
+    drive(factory(), {
+      complete: (value) => {
+        subscriber.next(value);
+        subscriber.complete();
       },
-      signal,
-    ),
+      error: (error) => subscriber.error(error),
+    }),
   );
 }
 
