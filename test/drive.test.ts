@@ -1,7 +1,7 @@
 // The generator driver is internal, but everything rests on it: its promises are pinned here directly.
 import { defer, isObservable, NEVER, Observable, of, throwError, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { drive, fromOp, isPromiseLike, wait, type Op } from '../src/agent/drive.js';
+import { ABORTED, drive, fromOp, isPromiseLike, wait, type Op } from '../src/agent/drive.js';
 
 /** Waits for `source` the way the loop's steps do: yields its Suspension, resumes with the value. */
 function* suspend<T, F = T>(
@@ -158,6 +158,56 @@ describe('drive', () => {
     }
     expect(run(op(), controller.signal).outcome.value).toBe('caught early');
     expect(subscribed).toBe(false);
+  });
+
+  it('resumes a resumeOnAbort wait with ABORTED instead of throwing, and unsubscribes it', () => {
+    const controller = new AbortController();
+    let unsubscribed = false;
+    const source = new Observable<never>(() => () => (unsubscribed = true));
+    function* op(): Op<string> {
+      try {
+        const value = yield wait(source, 'fallback', undefined, true);
+        return value === ABORTED ? `resumed with ABORTED (reason ${String(controller.signal.reason)})` : 'other';
+      } catch (error) {
+        return `caught ${String(error)}`;
+      }
+    }
+    const { outcome } = run(op(), controller.signal);
+    expect(outcome.done).toBe(false);
+    controller.abort('stop');
+    expect(outcome.value).toBe('resumed with ABORTED (reason stop)');
+    expect(unsubscribed).toBe(true);
+  });
+
+  it('resumes a resumeOnAbort wait after an abort while the generator ran with ABORTED, without subscribing', () => {
+    const controller = new AbortController();
+    let subscribed = false;
+    function* op(): Op<unknown[]> {
+      controller.abort('early');
+      const first = yield wait(
+        defer(() => ((subscribed = true), of(1))),
+        0,
+        undefined,
+        true,
+      );
+      // A plain wait after it still gets the reason thrown.
+      try {
+        yield wait(of(2), 0);
+        return [first, 'completed'];
+      } catch (error) {
+        return [first, `caught ${String(error)}`];
+      }
+    }
+    expect(run(op(), controller.signal).outcome.value).toEqual([ABORTED, 'caught early']);
+    expect(subscribed).toBe(false);
+  });
+
+  it('resumes a resumeOnAbort wait with its value when it completes before any abort', () => {
+    const controller = new AbortController();
+    function* op(): Op<unknown> {
+      return yield wait(of(1, 2), 0, undefined, true);
+    }
+    expect(run(op(), controller.signal).outcome.value).toBe(2);
   });
 
   it('ignores a Promise that settles after the abort moved on', async () => {

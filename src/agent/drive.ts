@@ -20,7 +20,15 @@ export interface Suspension {
   readonly fallback: unknown;
   /** Called synchronously for each value of an Observable source (the per-delta path of a provider stream). */
   readonly onNext?: (value: unknown) => void;
+  /** When the signal aborts: resume with {@link ABORTED} (the wait is torn down) instead of throwing the reason. */
+  readonly resumeOnAbort?: boolean;
 }
+
+/**
+ * What a wait made with `resumeOnAbort` resumes with when the run's signal aborts: the step closes itself with no
+ * exception thrown (an exception costs the first cancellation of a process a re-parse of the function it unwinds).
+ */
+export const ABORTED: unique symbol = Symbol('aborted');
 
 /** A step of the loop: a generator that yields {@link Suspension}s and returns a `T`. */
 export type Op<T> = Generator<Suspension, T, unknown>;
@@ -28,14 +36,15 @@ export type Op<T> = Generator<Suspension, T, unknown>;
 /**
  * The {@link Suspension} for `source`, for a step to yield: `(yield wait(source, fallback)) as T` resumes with a
  * Promise's value, or an Observable's last value (`fallback` when it emits none), calling `onNext` for each value of
- * an Observable as it arrives.
+ * an Observable as it arrives. With `resumeOnAbort`, a cancellation resumes it with {@link ABORTED} instead of throwing.
  */
 export function wait<T, F = T>(
   source: Observable<T> | PromiseLike<T>,
   fallback: F,
   onNext?: (value: T) => void,
+  resumeOnAbort = false,
 ): Suspension {
-  return { source, fallback, onNext: onNext as ((value: unknown) => void) | undefined };
+  return { source, fallback, onNext: onNext as ((value: unknown) => void) | undefined, resumeOnAbort };
 }
 
 /** Whether a value is a thenable. */
@@ -55,8 +64,8 @@ export interface DriveHandlers<T> {
 
 /**
  * Runs `op` until it returns or throws. When `signal` aborts while the generator waits, the wait is torn down and
- * `signal.reason` is thrown into the generator; if it aborts while the generator runs, the reason is thrown at its
- * next wait. Returns the teardown: it tears down the wait in flight and closes the generator (its `finally` blocks
+ * `signal.reason` is thrown into the generator (or, for a wait made with `resumeOnAbort`, the generator resumes with
+ * {@link ABORTED}); if it aborts while the generator runs, the same happens at its next wait. Returns the teardown: it tears down the wait in flight and closes the generator (its `finally` blocks
  * run), and nothing is reported afterwards.
  */
 export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSignal): () => void {
@@ -108,8 +117,11 @@ export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSi
     else step(ok, value);
   };
 
+  let resumeOnAbort = false;
   function onAbort() {
-    if (waiting) resume(token, false, signal!.reason);
+    if (!waiting) return;
+    if (resumeOnAbort) resume(token, true, ABORTED);
+    else resume(token, false, signal!.reason);
   }
 
   function step(ok: boolean, value: unknown): void {
@@ -134,15 +146,16 @@ export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSi
           handlers.complete(result.value);
           return;
         }
+        const wait = result.value;
         if (signal?.aborted) {
-          ok = false;
-          value = signal.reason;
+          ok = wait.resumeOnAbort === true;
+          value = ok ? ABORTED : signal.reason;
           continue;
         }
         queued = undefined;
         waiting = true;
+        resumeOnAbort = wait.resumeOnAbort === true;
         const waitToken = token;
-        const wait = result.value;
         if (isPromiseLike(wait.source)) {
           wait.source.then(
             (resolved) => resume(waitToken, true, resolved),

@@ -4,13 +4,13 @@
  */
 import { catchError, defer, isObservable, tap, throwError, type Observable } from 'rxjs';
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
-import { errorMessageOf, HookError, isAbortError } from '../types/errors.js';
+import { errorMessageOf, HookError, isAbortError, RunAbortedError } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import { EMPTY_USAGE } from '../types/usage.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
-import { wait, type Op } from './drive.js';
+import { ABORTED, wait, type Op } from './drive.js';
 import { closingMessage, turnContext, type RunState, type TurnState } from './run-state.js';
 
 /**
@@ -51,6 +51,8 @@ export function* streamResponse(
   };
 
   const invocationId = `${runId}.${turn.index}`;
+  // Cancelled while the call was in flight (a cancellation resumes the wait with ABORTED: no exception on the way out).
+  let aborted = false;
   if (run.wrapModelCall === undefined) {
     // No wrappers: one attempt, the provider's stream consumed directly, with no operator between it and the loop
     // (the per-delta path).
@@ -61,11 +63,10 @@ export function* streamResponse(
       terminal = stream.message;
     } else {
       try {
-        yield wait(stream, undefined, onEvent);
+        aborted = (yield wait(stream, undefined, onEvent, true)) === ABORTED;
       } catch (error) {
-        terminal = run.signal.aborted
-          ? cancelled(run, turn)
-          : failure(run, turn, `Provider ${provider.id} stream failed: ${errorMessageOf(error)}`);
+        aborted = run.signal.aborted;
+        if (!aborted) terminal = failure(run, turn, `Provider ${provider.id} stream failed: ${errorMessageOf(error)}`);
       }
     }
   } else {
@@ -134,13 +135,34 @@ export function* streamResponse(
         );
       });
     try {
-      yield wait(run.wrapModelCall(request, { ...turnContext(run, turn), invocationId }, send), undefined, onEvent);
+      const calls = run.wrapModelCall(request, { ...turnContext(run, turn), invocationId }, send);
+      aborted = (yield wait(calls, undefined, onEvent, true)) === ABORTED;
     } catch (error) {
-      // A wrapper's bug is a HookError.
-      if (run.signal.aborted) terminal = cancelled(run, turn);
-      else if (error instanceof HookError) throw error;
-      else terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
+      aborted = run.signal.aborted;
+      if (!aborted) {
+        if (error instanceof HookError) throw error; // a wrapper's bug
+        terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
+      }
     }
+  }
+  if (aborted) {
+    // What was received so far (the last snapshot) ends as `aborted` with the cancellation's message; the turn and the
+    // run then close like after a provider's own `aborted` error, through the same code. A signal aborted by a failure
+    // of the run, not a cancellation, is rethrown. Inline, and the common reason (a RunAbortedError) decided without a
+    // helper: nothing more to compile on a process's first cancellation, which a cancelled run settles by.
+    const reason: unknown = run.signal.reason;
+    const common = reason instanceof RunAbortedError;
+    if (!common && !isAbortError(reason)) throw reason;
+    const base = turn.streaming;
+    terminal =
+      base === undefined
+        ? closingMessage(run, true, reason)
+        : {
+            ...base,
+            stopReason: 'aborted',
+            errorMessage: common ? reason.message : errorMessageOf(reason),
+            errorKind: 'aborted',
+          };
   }
   terminal ??= failure(run, turn, `Provider ${run.provider.id} stream completed without a terminal event`);
   const message = terminal!;
@@ -155,19 +177,6 @@ export function* streamResponse(
     turn.response = message;
   }
   return message;
-}
-
-/**
- * The message a model call cancelled while it streamed ends with: what was received so far (the last snapshot), with
- * `stopReason: 'aborted'` and the cancellation's message. It then ends the turn and the run like a provider's own
- * `aborted` error, through the same code. A signal aborted by a failure of the run, not a cancellation, is rethrown.
- */
-function cancelled(run: RunState, turn: TurnState): AssistantMessage {
-  const reason: unknown = run.signal.reason;
-  if (!isAbortError(reason)) throw reason;
-  const base = turn.streaming;
-  if (base === undefined) return closingMessage(run, true, reason);
-  return { ...base, stopReason: 'aborted', errorMessage: errorMessageOf(reason), errorKind: 'aborted' };
 }
 
 /** Announces attempt `attempt` of the model call `invocationId`. */

@@ -90,11 +90,14 @@ export type AbortReason = 'abort' | 'unsubscribed' | 'deadline' | 'signal';
  * retried or turned into an ordinary error.
  */
 export class RunAbortedError extends CubepiError {
-  readonly code = 'aborted';
-  readonly reason: AbortReason;
+  // Assigned in the constructor rather than as class fields: no field initializer to compile on a process's first
+  // cancellation, which is on the path a cancelled run settles by.
+  declare readonly code: 'aborted';
+  declare readonly reason: AbortReason;
 
   constructor(reason: AbortReason, message = defaultAbortMessage(reason)) {
     super(message);
+    this.code = 'aborted';
     this.reason = reason;
   }
 }
