@@ -56,6 +56,42 @@ describe('defineTool', () => {
     expect(await outcome).toEqual({ ok: false, message: 'Invalid arguments for tool "slow":\n- name: too short' });
   });
 
+  it("parses a schema's first 256 calls without compiling it, then compiles it once, with the same outcomes", () => {
+    // zod compiles an object schema's parser with `new Function`; counted by wrapping the global it looks up.
+    const compiled: unknown[] = [];
+    const original = globalThis.Function;
+    globalThis.Function = new Proxy(original, {
+      construct: (target, args: unknown[]) => (compiled.push(args.at(-1)), Reflect.construct(target, args)),
+    });
+    try {
+      const tool = defineTool({
+        name: 'search2',
+        description: 'd',
+        parameters: z.object({
+          query: z.string(),
+          limit: z.number().int().default(10),
+          filters: z.object({ tags: z.array(z.string()) }).optional(),
+        }),
+        execute: () => 'ok',
+      });
+      const valid = { query: 'cats', filters: { tags: ['a'] } };
+      const invalid = { query: 3, limit: 1.5, filters: { tags: ['a', 7] } };
+      const first = [validateToolArguments(tool, valid), validateToolArguments(tool, invalid)];
+      for (let k = 2; k < 256; k++) validateToolArguments(tool, valid);
+      expect(compiled).toEqual([]);
+      const later = [validateToolArguments(tool, valid), validateToolArguments(tool, invalid)];
+      expect(compiled.length).toBeGreaterThan(0);
+      const afterCompile = compiled.length;
+      for (let k = 0; k < 50; k++) validateToolArguments(tool, valid);
+      expect(compiled.length).toBe(afterCompile);
+      expect(later).toEqual(first);
+      expect(first[0]).toEqual({ ok: true, args: { query: 'cats', limit: 10, filters: { tags: ['a'] } } });
+      expect(first[1]).toMatchObject({ ok: false, message: expect.stringContaining('- filters.tags[1]:') });
+    } finally {
+      globalThis.Function = original;
+    }
+  });
+
   it("runs none of the schema's refinements or transforms at definition, and an async check once per call", async () => {
     const ran: string[] = [];
     const parameters = z

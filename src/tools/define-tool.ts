@@ -97,8 +97,21 @@ function toInputSchema(name: string, schema: z.ZodType): JsonSchema {
 export type ValidationOutcome =
   { readonly ok: true; readonly args: Record<string, unknown> } | { readonly ok: false; readonly message: string };
 
-/** Schemas known to need an asynchronous parse (they met an async refinement or transform once). */
-const asyncSchemas = new WeakSet<z.ZodType>();
+/** What validation has learnt of a schema: its synchronous parses so far, and whether it is asynchronous. */
+interface SchemaUse {
+  parses: number;
+  async: boolean;
+}
+const schemaUses = new WeakMap<z.ZodType, SchemaUse>();
+
+/**
+ * How many synchronous parses of a schema run zod's interpreted path (`jitless`) before its compiled one. zod compiles
+ * an object schema's parser with `new Function` at its first parse — 0.5–1 ms on a server, paid by a tool's first
+ * call — and the compiled parser saves 1–3 µs per parse: it pays for itself after a few hundred parses. A tool called
+ * less often than this never waits for the compilation; one called more often gets it once that is worth it.
+ */
+const INTERPRETED_PARSES = 256;
+const INTERPRETED: z.core.ParseContext<z.core.$ZodIssue> = { jitless: true };
 
 /**
  * Validates arguments against a tool's schema. Synchronous unless the schema has async refinements or transforms
@@ -108,19 +121,24 @@ const asyncSchemas = new WeakSet<z.ZodType>();
  * synchronous parse, and when that meets an async check, parses again asynchronously (so on that first call the
  * async check runs twice, and a Promise it rejects in the synchronous attempt is not awaited by anyone: an async
  * refinement should resolve to `false`, not reject). From then on the schema is parsed asynchronously at once.
+ * The first {@link INTERPRETED_PARSES} synchronous parses of a schema skip zod's compiled fast path (same outcome).
  */
 export function validateToolArguments(
   tool: AgentTool<z.ZodType, unknown>,
   args: unknown,
 ): ValidationOutcome | Promise<ValidationOutcome> {
   const schema = tool.parameters;
-  if (!asyncSchemas.has(schema)) {
+  let use = schemaUses.get(schema);
+  if (use === undefined) schemaUses.set(schema, (use = { parses: 0, async: false }));
+  if (!use.async) {
+    const context = use.parses < INTERPRETED_PARSES ? INTERPRETED : undefined;
+    use.parses++;
     try {
-      return outcomeOf(tool.name, schema.safeParse(args));
+      return outcomeOf(tool.name, schema.safeParse(args, context));
     } catch (error) {
       // zod throws when it meets an async refinement in a synchronous parse.
       if (!(error instanceof z.core.$ZodAsyncError)) throw error;
-      asyncSchemas.add(schema);
+      use.async = true;
     }
   }
   return schema.safeParseAsync(args).then((async) => outcomeOf(tool.name, async));
