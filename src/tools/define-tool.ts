@@ -106,11 +106,12 @@ const schemaUses = new WeakMap<z.ZodType, SchemaUse>();
 
 /**
  * How many synchronous parses of a schema run zod's interpreted path (`jitless`) before its compiled one. zod compiles
- * an object schema's parser with `new Function` at its first parse — 0.5–1 ms on a server, paid by a tool's first
- * call — and the compiled parser saves 1–3 µs per parse: it pays for itself after a few hundred parses. A tool called
- * less often than this never waits for the compilation; one called more often gets it once that is worth it.
+ * an object schema's parser with `new Function` at its first parse: 0.5–1 ms on a server, paid by the tool's first
+ * call, about what 50–100 interpreted parses cost in a process that has just started (each then runs cold code). A tool
+ * called a few times (a batch of parallel calls, a short run) never waits for the compilation; one called more often
+ * gets the compiled parser after its first 16 calls, where the interpreted path has cost about a fifth of it.
  */
-const INTERPRETED_PARSES = 256;
+const INTERPRETED_PARSES = 16;
 const INTERPRETED: z.core.ParseContext<z.core.$ZodIssue> = { jitless: true };
 
 /**
