@@ -65,8 +65,9 @@ export interface DriveHandlers<T> {
 /**
  * Runs `op` until it returns or throws. When `signal` aborts while the generator waits, the wait is torn down and
  * `signal.reason` is thrown into the generator (or, for a wait made with `resumeOnAbort`, the generator resumes with
- * {@link ABORTED}); if it aborts while the generator runs, the same happens at its next wait. Returns the teardown: it tears down the wait in flight and closes the generator (its `finally` blocks
- * run), and nothing is reported afterwards.
+ * {@link ABORTED}); if it aborts while the generator runs, the same happens at its next wait. Returns the teardown: it
+ * tears down the wait in flight and closes the generator (its `finally` blocks run), and nothing is reported
+ * afterwards.
  */
 export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSignal): () => void {
   let running = false;

@@ -135,8 +135,8 @@ export function* streamResponse(
         );
       });
     try {
-      const calls = run.wrapModelCall(request, { ...turnContext(run, turn), invocationId }, send);
-      aborted = (yield wait(calls, undefined, onEvent, true)) === ABORTED;
+      const wrapped = run.wrapModelCall(request, { ...turnContext(run, turn), invocationId }, send);
+      aborted = (yield wait(wrapped, undefined, onEvent, true)) === ABORTED;
     } catch (error) {
       aborted = run.signal.aborted;
       if (!aborted) {
