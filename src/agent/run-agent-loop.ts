@@ -23,7 +23,7 @@ import {
 } from './run-state.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
 import { streamResponse } from './stream-response.js';
-import { answerUnexecuted, emitResultMessage, finishCall, runToolBatch, startCall } from './tool-batch.js';
+import { answerUnexecuted, emitResultMessage, finishCall, openCalls, runToolBatch, startCall } from './tool-batch.js';
 
 /** Options of {@link runAgentLoop}. */
 export interface RunAgentLoopOptions extends RunSettings {
@@ -427,7 +427,7 @@ function answerOpenCalls(
   aborted: boolean,
   reason: unknown,
 ): void {
-  if (state.calls.length === 0) state.calls = toolCallsOf(assistant);
+  if (state.calls.length === 0) openCalls(state, toolCallsOf(assistant));
   const text = aborted
     ? 'Tool call aborted: the run was cancelled'
     : `Tool call not completed: the run ended because of an error (${errorMessageOf(reason)})`;

@@ -80,6 +80,9 @@ export interface RunState {
   turn: TurnState | undefined;
 }
 
+/** A turn's call arrays before `openCalls` (a write to them throws: every writer opens the calls first). */
+const NO_CALLS: readonly never[] = Object.freeze([]);
+
 /** Starts the state of a new turn. */
 export function newTurn(index: number): TurnState {
   return {
@@ -87,10 +90,11 @@ export function newTurn(index: number): TurnState {
     streaming: undefined,
     response: undefined,
     assistant: undefined,
-    calls: [],
-    started: [],
-    outcomes: [],
-    resultMessages: [],
+    // Shared and frozen until a batch opens its calls (`openCalls`), which gives each turn arrays of its own.
+    calls: NO_CALLS,
+    started: NO_CALLS as never[],
+    outcomes: NO_CALLS as never[],
+    resultMessages: NO_CALLS as never[],
     ctx: undefined,
   };
 }

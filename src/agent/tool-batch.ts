@@ -82,8 +82,8 @@ export function* runToolBatch(
   return { results: turn.resultMessages as ToolResultMessage[], terminate };
 }
 
-/** The turn's calls, and what is known of each, in arrays of exactly their length. */
-function openCalls(turn: TurnState, calls: readonly ToolCall[]): void {
+/** The turn's calls, and what is known of each, in arrays of exactly their length (before any call is started). */
+export function openCalls(turn: TurnState, calls: readonly ToolCall[]): void {
   turn.calls = calls;
   turn.started = new Array<boolean>(calls.length).fill(false);
   turn.outcomes = new Array<CallOutcome | undefined>(calls.length).fill(undefined);
