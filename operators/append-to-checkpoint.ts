@@ -66,8 +66,8 @@ export interface AppendToCheckpointOptions {
 /**
  * The checkpoint sink: appends the message of every `message_end` to the thread **before** emitting that event, and
  * saves `extra` at every `turn_end` (when it differs from `storedExtra`) before emitting it, so what a subscriber has
- * seen is never ahead of what is stored. Every other event passes through unchanged; order is kept (`concatMap`: while a write is pending, later
- * events wait behind it).
+ * seen is never ahead of what is stored. Every other event passes through unchanged; order is kept (`concatMap`:
+ * while a write is pending, later events wait behind it).
  *
  * Each append passes `expectedSeq` (first `options.seq`, then the `seq` each append returned), so a second writer
  * on the thread makes the stream error with the store's `ThreadConflictError` instead of interleaving.

@@ -36,7 +36,8 @@ export type Op<T> = Generator<Suspension, T, unknown>;
 /**
  * The {@link Suspension} for `source`, for a step to yield: `(yield wait(source, fallback)) as T` resumes with a
  * Promise's value, or an Observable's last value (`fallback` when it emits none), calling `onNext` for each value of
- * an Observable as it arrives. With `resumeOnAbort`, a cancellation resumes it with {@link ABORTED} instead of throwing.
+ * an Observable as it arrives. With `resumeOnAbort`, a cancellation resumes it with {@link ABORTED} instead of
+ * throwing.
  */
 export function wait<T, F = T>(
   source: Observable<T> | PromiseLike<T>,
