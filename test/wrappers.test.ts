@@ -1,10 +1,11 @@
 // Wrappers end to end through the Agent: retry, fallback, cache, declarations, deadlines.
-import { Observable, type Subscription } from 'rxjs';
+import { firstValueFrom, Observable, of, type Subscription } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   Agent,
   cache,
+  composeWrappers,
   ConfigurationError,
   defineTool,
   fallback,
@@ -543,6 +544,32 @@ describe('configuration', () => {
     );
     expect(() => retry({ maxAttempts: 0 })).toThrow(ConfigurationError);
     expect(() => fallback([])).toThrow(/at least one target/);
+  });
+
+  it('composeWrappers used directly names its layers itself and checks names it is given', async () => {
+    const tag = (label: string): Middleware => ({
+      name: label,
+      wrapToolCall: (call, _ctx, next) =>
+        next({ ...call, args: { trail: [...(call.args as { trail: string[] }).trail, label] } }),
+    });
+    class Audit implements Middleware {
+      wrapModelCall: Middleware['wrapModelCall'] = (request, _ctx, next) => next(request);
+    }
+    const composed = composeWrappers([tag('outer'), new Audit(), {}, tag('inner')]);
+    expect(composed.layers.wrapToolCall.map((layer) => layer.name)).toEqual(['outer', 'inner']);
+    expect(composed.layers.wrapModelCall.map((layer) => layer.name)).toEqual(['Audit']);
+    const outcome = await firstValueFrom(
+      composed.wrapToolCall!({ toolCall: {} as never, tool: {} as never, args: { trail: [] } }, {} as never, (call) =>
+        of<ToolOutcome>({ result: { content: [{ type: 'text', text: JSON.stringify(call.args) }] }, isError: false }),
+      ),
+    );
+    expect(outcome.result.content).toEqual([{ type: 'text', text: '{"trail":["outer","inner"]}' }]);
+
+    expect(() => composeWrappers([tag('a'), tag('a')])).toThrow(/two middlewares are named "a"/);
+    expect(() => composeWrappers([tag('a'), tag('b')], ['a'])).toThrow(/one non-empty string per middleware/);
+    expect(() => composeWrappers([tag('a')], [''])).toThrow(ConfigurationError);
+    expect(() => composeWrappers('x' as never)).toThrow(/must be an array/);
+    expect(composeWrappers([tag('a')], ['given']).layers.wrapToolCall[0]!.name).toBe('given');
   });
 
   it('describeMiddleware shows the onion with phases', () => {

@@ -13,7 +13,13 @@ import { isPromiseLike } from '../agent/drive.js';
 import { ConfigurationError, HookError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import { checkAnswer, type HookAnswers } from './check-answer.js';
-import { composeWrappers, type ComposedWrappers, type WrapperLayer, type WrapperName } from './compose-wrappers.js';
+import {
+  composeWrappers,
+  middlewareNames,
+  type ComposedWrappers,
+  type WrapperLayer,
+  type WrapperName,
+} from './compose-wrappers.js';
 import { hashInput } from './hash-input.js';
 import {
   HOOK_NAMES,
@@ -99,15 +105,7 @@ export function composeMiddleware(
   middleware: readonly Middleware[] = [],
   explicit: AgentHooks = {},
 ): ComposedMiddleware {
-  if (!Array.isArray(middleware)) throw new ConfigurationError('middleware must be an array');
-  const names = middleware.map((m, index) => nameOf(m, index));
-  const seen = new Set<string>();
-  for (const name of names) {
-    if (seen.has(name)) {
-      throw new ConfigurationError(`two middlewares are named "${name}"; give one a distinct \`name\``);
-    }
-    seen.add(name);
-  }
+  const names = middlewareNames(middleware);
 
   const hooks: Record<string, unknown> = {};
   const description = {} as Record<HookName, HookChainDescription>;
@@ -151,20 +149,6 @@ export function composeMiddleware(
     (description as Record<string, HookChainDescription>)[kind] = chain;
   }
   return { hooks: hooks as AgentHooks, wrappers, description: description as MiddlewareDescription };
-}
-
-function nameOf(middleware: Middleware, index: number): string {
-  if (typeof middleware !== 'object' || middleware === null) {
-    throw new ConfigurationError(`middleware[${index}] must be an object with hooks`);
-  }
-  if (middleware.name !== undefined) {
-    if (typeof middleware.name !== 'string' || middleware.name === '') {
-      throw new ConfigurationError(`middleware[${index}]: name must be a non-empty string`);
-    }
-    return middleware.name;
-  }
-  const className = Object.getPrototypeOf(middleware)?.constructor?.name as string | undefined;
-  return className !== undefined && className !== '' && className !== 'Object' ? className : `middleware[${index}]`;
 }
 
 const COMPOSERS: { readonly [H in HookName]: (entries: readonly Entry[]) => NonNullable<AgentHooks[H]> } = {

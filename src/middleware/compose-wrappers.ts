@@ -61,24 +61,69 @@ interface Layer extends WrapperLayer {
 }
 
 /**
- * Builds the model-call and tool-call onions of `middleware` (whose names are `names`). Layers are sorted by phase
+ * The names of a middleware list, as errors and descriptions show them: each one's `name`, else its class name, else
+ * `middleware[i]`. Throws {@link ConfigurationError} when `middleware` is not an array, an entry is not an object, a
+ * `name` is not a non-empty string, or two names are the same.
+ */
+export function middlewareNames(middleware: readonly Middleware[]): string[] {
+  if (!Array.isArray(middleware)) throw new ConfigurationError('middleware must be an array');
+  const names = middleware.map((m, index) => nameOf(m, index));
+  const seen = new Set<string>();
+  for (const name of names) {
+    if (seen.has(name)) {
+      throw new ConfigurationError(`two middlewares are named "${name}"; give one a distinct \`name\``);
+    }
+    seen.add(name);
+  }
+  return names;
+}
+
+function nameOf(middleware: Middleware, index: number): string {
+  if (typeof middleware !== 'object' || middleware === null) {
+    throw new ConfigurationError(`middleware[${index}] must be an object with hooks`);
+  }
+  if (middleware.name !== undefined) {
+    if (typeof middleware.name !== 'string' || middleware.name === '') {
+      throw new ConfigurationError(`middleware[${index}]: name must be a non-empty string`);
+    }
+    return middleware.name;
+  }
+  const className = Object.getPrototypeOf(middleware)?.constructor?.name as string | undefined;
+  return className !== undefined && className !== '' && className !== 'Object' ? className : `middleware[${index}]`;
+}
+
+/**
+ * Builds the model-call and tool-call onions of `middleware`, named by `names` (one per middleware, in the same
+ * order; derived and checked as {@link middlewareNames} does when left out). Layers are sorted by phase
  * (`observe` outermost … `adapter` innermost), then by `order` (lower outer), then by registration (a stable sort).
  *
- * Throws {@link ConfigurationError} at construction for: an unknown phase, a non-numeric order, an invalid
- * `nextCalls`, two wrappers of one call kind in the same exclusive phase (`cache`, `retry`, `adapter`), and a wrapper
- * that calls `next` several times outside the `retry`/`adapter` phases (a retry outside tracing would hide attempts).
+ * Throws {@link ConfigurationError} at construction for: `names` not one non-empty string per middleware, an unknown
+ * phase, a non-numeric order, an invalid `nextCalls`, two wrappers of one call kind in the same exclusive phase
+ * (`cache`, `retry`, `adapter`), and a wrapper that calls `next` several times outside the `retry`/`adapter` phases (a
+ * retry outside tracing would hide attempts).
  *
  * At run time each layer is checked against its declaration: calling `next` more often than `nextCalls` allows, or
  * completing without calling it when it declares `once`, fails with a `HookError` naming the wrapper, as does a
  * wrapper that throws, errors, or returns something other than an Observable.
  */
-export function composeWrappers(middleware: readonly Middleware[], names: readonly string[]): ComposedWrappers {
+export function composeWrappers(middleware: readonly Middleware[], names?: readonly string[]): ComposedWrappers {
+  if (names === undefined) {
+    names = middlewareNames(middleware);
+  } else if (
+    !Array.isArray(middleware) ||
+    !Array.isArray(names) ||
+    names.length !== middleware.length ||
+    !names.every((name) => typeof name === 'string' && name !== '')
+  ) {
+    throw new ConfigurationError('composeWrappers: `names` must hold one non-empty string per middleware');
+  }
+  const layerNames = names;
   const build = (kind: WrapperName): Layer[] => {
     const layers: (Layer & { index: number })[] = [];
     middleware.forEach((m, index) => {
       const fn = m[kind];
       if (fn === undefined) return;
-      const name = names[index]!;
+      const name = layerNames[index]!;
       if (typeof fn !== 'function') throw new ConfigurationError(`middleware "${name}": ${kind} must be a function`);
       const phase = m.phase ?? 'context';
       if (!WRAPPER_PHASES.includes(phase)) {
