@@ -37,8 +37,9 @@ fs.mkdirSync(tmpDir, { recursive: true });
 
 // `short`: one-shot measurements of well under a second (a cold process's first turns, an abort, one batch), where a
 // shared machine's noise is as large as the differences; more processes make their medians steadier.
+// `cancel`: W5, a parity bar (settle ≤ pi-agent-core's) on a time of ~1 ms that varies by ±30% between processes.
 // `stream`: W2, whose runs of 0.1–5 s vary by ±30% between processes here.
-const R = quick ? { short: 3, stream: 2, fast: 2, slow: 1 } : { short: 21, stream: 9, fast: 5, slow: 3 };
+const R = quick ? { short: 3, cancel: 3, stream: 2, fast: 2, slow: 1 } : { short: 21, cancel: 41, stream: 15, fast: 5, slow: 3 };
 const W3_SIZES = [100, 1000, 5000, 10000];
 
 /** The workload matrix of one adapter. reps: processes per cell; timeoutS: hard per-process bound. */
@@ -67,7 +68,7 @@ function jobsFor(peer, mod, file) {
     }
   }
   add("w4", { K: 8, delayMs: 100 }, R.short, 60);
-  add("w5", { abortAfterMs: 50 }, R.short, 60);
+  add("w5", { abortAfterMs: 50 }, R.cancel, 60);
   add("w5net", { abortAfterMs: 50 }, R.short, 60);
   for (const va of V("w6")) add("w6", { ...va, N: 1000, turns: 3 }, R.slow, 180);
   return jobs;
