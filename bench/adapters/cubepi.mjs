@@ -130,8 +130,10 @@ function scriptedProvider(script) {
 
         return () => {
           closed = true;
-          // (A listener of an aborted signal is already gone: it was added with `once`.)
-          if (listening && !signal.aborted) signal.removeEventListener("abort", onAbort);
+          // Removed even when the signal is aborted: cubepi unsubscribes a cancelled run's stream from its own abort
+          // listener, during the signal's dispatch, before this `once` listener has run (docs/providers.md does the
+          // same).
+          if (listening) signal.removeEventListener("abort", onAbort);
           ticker?.stop("consumer-cancel");
         };
       });
