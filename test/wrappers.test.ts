@@ -566,7 +566,8 @@ describe('configuration', () => {
     expect(outcome.result.content).toEqual([{ type: 'text', text: '{"trail":["outer","inner"]}' }]);
 
     expect(() => composeWrappers([tag('a'), tag('a')])).toThrow(/two middlewares are named "a"/);
-    expect(() => composeWrappers([tag('a'), tag('b')], ['a'])).toThrow(/one non-empty string per middleware/);
+    expect(() => composeWrappers([tag('a'), tag('b')], ['a'])).toThrow(/one non-empty string for each/);
+    expect(() => composeWrappers([tag('a'), null as never], ['a', 'b'])).toThrow(/an array of objects/);
     expect(() => composeWrappers([tag('a')], [''])).toThrow(ConfigurationError);
     expect(() => composeWrappers('x' as never)).toThrow(/must be an array/);
     expect(composeWrappers([tag('a')], ['given']).layers.wrapToolCall[0]!.name).toBe('given');

@@ -94,11 +94,12 @@ function nameOf(middleware: Middleware, index: number): string {
 
 /**
  * Builds the model-call and tool-call onions of `middleware`, named by `names` (one per middleware, in the same
- * order; derived and checked as {@link middlewareNames} does when left out). Layers are sorted by phase
+ * order). Without `names`, each layer is named as `composeMiddleware` names it (its `name`, else its class name, else
+ * `middleware[i]`) and duplicate names are refused. Layers are sorted by phase
  * (`observe` outermost … `adapter` innermost), then by `order` (lower outer), then by registration (a stable sort).
  *
- * Throws {@link ConfigurationError} at construction for: `names` not one non-empty string per middleware, an unknown
- * phase, a non-numeric order, an invalid `nextCalls`, two wrappers of one call kind in the same exclusive phase
+ * Throws {@link ConfigurationError} at construction for: a `middleware` entry that is not an object, `names` not one
+ * non-empty string per middleware, an unknown phase, a non-numeric order, an invalid `nextCalls`, two wrappers of one call kind in the same exclusive phase
  * (`cache`, `retry`, `adapter`), and a wrapper that calls `next` several times outside the `retry`/`adapter` phases (a
  * retry outside tracing would hide attempts).
  *
@@ -111,11 +112,14 @@ export function composeWrappers(middleware: readonly Middleware[], names?: reado
     names = middlewareNames(middleware);
   } else if (
     !Array.isArray(middleware) ||
+    !middleware.every((m) => typeof m === 'object' && m !== null) ||
     !Array.isArray(names) ||
     names.length !== middleware.length ||
     !names.every((name) => typeof name === 'string' && name !== '')
   ) {
-    throw new ConfigurationError('composeWrappers: `names` must hold one non-empty string per middleware');
+    throw new ConfigurationError(
+      'composeWrappers: `middleware` must be an array of objects, and `names` one non-empty string for each',
+    );
   }
   const layerNames = names;
   const build = (kind: WrapperName): Layer[] => {
