@@ -416,6 +416,68 @@ describe('wrapToolCall', () => {
     expect(order.indexOf('wrap c')).toBeLessThan(order.indexOf('after c'));
   });
 
+  it('under a wrapper, a tool streams its updates, and a rejection or a throw becomes an error result', async () => {
+    const progress = defineTool({
+      name: 'progress',
+      description: 'd',
+      parameters: z.object({}),
+      execute: () =>
+        new Observable<string>((s) => {
+          s.next('25%');
+          s.next('50%');
+          setTimeout(() => (s.next('done'), s.complete()), 1);
+        }),
+    });
+    const rejects = defineTool({
+      name: 'rejects',
+      description: 'd',
+      parameters: z.object({}),
+      execute: () => Promise.reject(new Error('disk on fire')),
+    });
+    const throws = defineTool({
+      name: 'throws',
+      description: 'd',
+      parameters: z.object({}),
+      execute: () => {
+        throw new Error('bad input to the tool');
+      },
+    });
+    const faux = new FauxProvider({
+      responses: [
+        fauxMessage([
+          fauxToolCall('progress', {}, { id: 'p' }),
+          fauxToolCall('rejects', {}, { id: 'r' }),
+          fauxToolCall('throws', {}, { id: 't' }),
+        ]),
+        fauxMessage('ok'),
+      ],
+    });
+    const wrapped: string[] = [];
+    const agent = new Agent({
+      provider: faux,
+      model: 'faux',
+      tools: [progress, rejects, throws],
+      middleware: [{ name: 'seen', wrapToolCall: (call, _ctx, next) => (wrapped.push(call.toolCall.id), next(call)) }],
+    });
+    const events = record(agent);
+    const added = await agent.prompt('go');
+
+    expect(wrapped.sort()).toEqual(['p', 'r', 't']);
+    const updates = events.filter((e) => e.type === 'tool_execution_update');
+    expect(updates.map((e) => (e.type === 'tool_execution_update' ? resultText(e.partialResult) : ''))).toEqual([
+      '25%',
+      '50%',
+    ]);
+    const results = added.filter((m): m is ToolResultMessage => m.role === 'toolResult');
+    expect(results.map((m) => [m.toolCallId, resultText(m), m.isError ?? false])).toEqual([
+      ['p', 'done', false],
+      ['r', expect.stringContaining('disk on fire'), true],
+      ['t', expect.stringContaining('bad input to the tool'), true],
+    ]);
+    expect(textOf(added.at(-1)!)).toBe('ok');
+    expectConsistentTranscript(agent.state.messages);
+  });
+
   it('a wrapper that breaks its declaration ends the run with a HookError, the transcript consistent', async () => {
     const faux = new FauxProvider({ responses: [fauxMessage([fauxToolCall('noop', {}, { id: 'x' })])] });
     const noop = defineTool({ name: 'noop', description: 'd', parameters: z.object({}), execute: () => 'ok' });
