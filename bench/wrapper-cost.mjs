@@ -8,6 +8,8 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Observable } from "rxjs";
 import { Agent, MessageAssembler, defineTool } from "cubepi";
+import { cubepiZod } from "./adapters/cubepi.mjs";
+import { median } from "./common.mjs";
 
 const LAYERS = [0, 1, 3];
 const args = process.argv.slice(2);
@@ -47,20 +49,8 @@ function passThrough(count) {
   }));
 }
 
-async function importZod() {
-  // cubepi's own zod (see adapters/cubepi.mjs: a plain import could load a second copy).
-  const { createRequire } = await import("node:module");
-  const fs = await import("node:fs");
-  const path = await import("node:path");
-  const { pathToFileURL } = await import("node:url");
-  const req = createRequire(fileURLToPath(import.meta.resolve("cubepi")));
-  const manifest = req.resolve("zod/package.json");
-  const { exports } = JSON.parse(fs.readFileSync(manifest, "utf8"));
-  return (await import(pathToFileURL(path.join(path.dirname(manifest), exports["."].import)).href)).z;
-}
-
 async function child(workload, layers) {
-  const z = await importZod();
+  const { z } = await cubepiZod();
   const echo = defineTool({ name: "echo", description: "echo", parameters: z.object({ i: z.number() }), execute: async (_id, { i }) => `ok ${i}` });
   const agentFor = (script) => new Agent({ provider: burstProvider(script), model: { id: "burst-1", provider: "burst" }, tools: [echo], middleware: passThrough(layers) });
   if (workload === "stream") {
@@ -103,7 +93,6 @@ if (args[0] === "--child") {
       }
     }
   }
-  const median = (a) => { const s = [...a].sort((x, y) => x - y); return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2; };
   const fmt = (workload, v) => (workload === "stream" ? `${(v / 1e6).toFixed(2)} M deltas/s` : `${v.toFixed(1)} µs/turn`);
   console.log(`| workload | layers | median (min–max) over ${reps} processes | ÷ no layers |`);
   console.log("| --- | ---: | --- | ---: |");

@@ -42,7 +42,7 @@ export const w3Sizes = [100, 1000, 5000, 10000];
 const MODEL = { id: "scripted-1", provider: "scripted" };
 
 /** The zod module cubepi itself imports: resolved from cubepi's own location, then loaded through its ESM entry. */
-async function cubepiZod() {
+export async function cubepiZod() {
   const cubepiRequire = createRequire(fileURLToPath(import.meta.resolve("cubepi")));
   const manifest = cubepiRequire.resolve("zod/package.json");
   const { exports } = JSON.parse(fs.readFileSync(manifest, "utf8"));

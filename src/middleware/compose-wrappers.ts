@@ -99,9 +99,9 @@ function nameOf(middleware: Middleware, index: number): string {
  * (`observe` outermost … `adapter` innermost), then by `order` (lower outer), then by registration (a stable sort).
  *
  * Throws {@link ConfigurationError} at construction for: a `middleware` entry that is not an object, `names` not one
- * non-empty string per middleware, an unknown phase, a non-numeric order, an invalid `nextCalls`, two wrappers of one call kind in the same exclusive phase
- * (`cache`, `retry`, `adapter`), and a wrapper that calls `next` several times outside the `retry`/`adapter` phases (a
- * retry outside tracing would hide attempts).
+ * non-empty string per middleware, an unknown phase, a non-numeric order, an invalid `nextCalls`, two wrappers of one
+ * call kind in the same exclusive phase (`cache`, `retry`, `adapter`), and a wrapper that calls `next` several times
+ * outside the `retry`/`adapter` phases (a retry outside tracing would hide attempts).
  *
  * At run time each layer is checked against its declaration: calling `next` more often than `nextCalls` allows, or
  * completing without calling it when it declares `once`, fails with a `HookError` naming the wrapper, as does a
