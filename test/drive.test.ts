@@ -123,21 +123,25 @@ describe('drive', () => {
     expect(unsubscribed).toBe(true);
   });
 
-  it('throws the abort reason into the generator where it waits, and unsubscribes the wait', () => {
+  it.each([
+    ['throws the abort reason into the generator where it waits', false, 'caught stop'],
+    ['resumes a resumeOnAbort wait with ABORTED instead of throwing', true, 'resumed with ABORTED (reason stop)'],
+  ] as const)('%s, and unsubscribes the wait', (_name, resumeOnAbort, expected) => {
     const controller = new AbortController();
     let unsubscribed = false;
     const source = new Observable<never>(() => () => (unsubscribed = true));
     function* op(): Op<string> {
       try {
-        yield* suspend(source, undefined);
-        return 'completed';
+        const value = yield wait(source, 'fallback', undefined, resumeOnAbort);
+        return value === ABORTED ? `resumed with ABORTED (reason ${String(controller.signal.reason)})` : 'completed';
       } catch (error) {
         return `caught ${String(error)}`;
       }
     }
     const { outcome } = run(op(), controller.signal);
+    expect(outcome.done).toBe(false);
     controller.abort('stop');
-    expect(outcome.value).toBe('caught stop');
+    expect(outcome.value).toBe(expected);
     expect(unsubscribed).toBe(true);
   });
 
@@ -158,25 +162,6 @@ describe('drive', () => {
     }
     expect(run(op(), controller.signal).outcome.value).toBe('caught early');
     expect(subscribed).toBe(false);
-  });
-
-  it('resumes a resumeOnAbort wait with ABORTED instead of throwing, and unsubscribes it', () => {
-    const controller = new AbortController();
-    let unsubscribed = false;
-    const source = new Observable<never>(() => () => (unsubscribed = true));
-    function* op(): Op<string> {
-      try {
-        const value = yield wait(source, 'fallback', undefined, true);
-        return value === ABORTED ? `resumed with ABORTED (reason ${String(controller.signal.reason)})` : 'other';
-      } catch (error) {
-        return `caught ${String(error)}`;
-      }
-    }
-    const { outcome } = run(op(), controller.signal);
-    expect(outcome.done).toBe(false);
-    controller.abort('stop');
-    expect(outcome.value).toBe('resumed with ABORTED (reason stop)');
-    expect(unsubscribed).toBe(true);
   });
 
   it('resumes a resumeOnAbort wait after an abort while the generator ran with ABORTED, without subscribing', () => {
