@@ -394,6 +394,37 @@ describe('Agent', () => {
       expect(late.messages).toHaveLength(2);
     });
 
+    it('state$ and state follow every delta: streamingMessage is the latest snapshot streamed', async () => {
+      const agent = new Agent({
+        provider: new FauxProvider({ responses: [fauxMessage('hello world')], chunkSize: 3 }),
+        model: 'faux',
+      });
+      const updates: unknown[] = [];
+      const readInListener: unknown[] = [];
+      agent.subscribe((event) => {
+        if (
+          event.type !== 'message_update' &&
+          !(event.type === 'message_start' && event.message.role === 'assistant')
+        ) {
+          return;
+        }
+        updates.push(event.message);
+        readInListener.push(agent.state.streamingMessage);
+      });
+      const streamed: unknown[] = [];
+      const subscription = agent.state$.subscribe((s) => {
+        if (s.streamingMessage !== undefined && streamed.at(-1) !== s.streamingMessage)
+          streamed.push(s.streamingMessage);
+      });
+      await agent.prompt('hi');
+      subscription.unsubscribe();
+      expect(updates.length).toBeGreaterThanOrEqual(6); // message_start, text_start, 'hello world' in 4 chunks, …
+      expect(readInListener).toEqual(updates);
+      expect(readInListener.every((message, i) => message === updates[i])).toBe(true);
+      // state$ tells every change; a message_update that carries the same snapshot again (text_end) changes nothing.
+      expect(streamed).toEqual(updates.filter((message, i) => message !== updates[i - 1]));
+    });
+
     it('reset clears the transcript, the error, the queues; keeps the configuration; refuses during a run', async () => {
       const faux = new FauxProvider({
         responses: [

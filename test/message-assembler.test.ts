@@ -240,5 +240,21 @@ describe('MessageAssembler', () => {
     const asm = new MessageAssembler({ provider: 'p', model: 'm' });
     asm.startText();
     expect(() => asm.thinkingDelta(0, 'x')).toThrow(/no thinking block at index 0/);
+    expect(() => asm.textDelta(1, 'x')).toThrow(/no text block at index 1/);
+    asm.startThinking();
+    expect(() => asm.textDelta(1, 'x')).toThrow(/no text block at index 1/);
+    expect(asm.partial.content).toEqual([
+      { type: 'text', text: '' },
+      { type: 'thinking', thinking: '' },
+    ]);
+  });
+
+  it("keeps a text block's signature on the deltas after it was set", () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.startText();
+    asm.textDelta(0, 'a');
+    asm.setTextSignature(0, 'sig');
+    expect(asm.textDelta(0, 'b').partial.content).toEqual([{ type: 'text', text: 'ab', signature: 'sig' }]);
+    expect(asm.endText(0).partial.content).toEqual([{ type: 'text', text: 'ab', signature: 'sig' }]);
   });
 });

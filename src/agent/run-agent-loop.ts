@@ -86,14 +86,19 @@ export function runAgentLoopOn(
   shared: AbortController | undefined,
 ): Observable<AgentEvent> {
   validateLoopOptions(options);
-  return new Observable<AgentEvent>((subscriber) => startLoop(options, shared, subscriber));
+  return new Observable<AgentEvent>((subscriber) =>
+    startLoop(options, shared, subscriber, (event) => subscriber.next(event)),
+  );
 }
 
-/** Where {@link startAgentLoop} delivers a run: the events, then exactly one of `complete` or `error`. */
+/**
+ * Where {@link startAgentLoop} delivers a run: the events, then exactly one of `complete` or `error`. Its methods
+ * are called unbound (`next` is the loop's `emit` itself, no closure in between): give it arrow functions.
+ */
 export interface LoopObserver {
-  next(event: AgentEvent): void;
-  error(error: unknown): void;
-  complete(): void;
+  readonly next: (event: AgentEvent) => void;
+  readonly error: (error: unknown) => void;
+  readonly complete: () => void;
 }
 
 /**
@@ -108,13 +113,14 @@ export function startAgentLoop(
   observer: LoopObserver,
 ): () => void {
   validateLoopOptions(options);
-  return startLoop(options, shared, observer);
+  return startLoop(options, shared, observer, observer.next);
 }
 
 function startLoop(
   options: RunAgentLoopOptions,
   shared: AbortController | undefined,
-  subscriber: LoopObserver,
+  subscriber: { error(error: unknown): void; complete(): void },
+  emit: (event: AgentEvent) => void,
 ): () => void {
   const controller = shared ?? new AbortController();
   const { signal } = controller;
@@ -160,7 +166,7 @@ function startLoop(
     newMessages: [],
     signal,
     abort,
-    emit: (event) => subscriber.next(event),
+    emit,
     turnIndex: 0,
     turn: undefined,
   };
