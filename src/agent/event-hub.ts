@@ -19,7 +19,10 @@ export interface Sink<T> {
 export class EventHub<T> {
   private sinks: readonly Sink<T>[] = [];
 
-  /** Whether any sink is added (a field, so that a caller can skip building what nobody receives). */
+  /**
+   * Whether any sink is added: kept by {@link add} and its remover, read-only for callers. A field rather than a
+   * getter, so that checking it before building or delivering something costs no call.
+   */
   active = false;
 
   /** A hot Observable of the values emitted from now on; unsubscribing removes its sink. */
