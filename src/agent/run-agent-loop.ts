@@ -92,8 +92,8 @@ export function runAgentLoopOn(
 }
 
 /**
- * Where {@link startAgentLoop} delivers a run: the events, then exactly one of `complete` or `error`. Its methods
- * are called unbound (`next` is the loop's `emit` itself, no closure in between): give it arrow functions.
+ * Where {@link startAgentLoop} delivers a run: the events, then exactly one of `complete` or `error`. `next` is called
+ * unbound (it is the loop's `emit` itself, with no closure in between): make it an arrow function.
  */
 export interface LoopObserver {
   readonly next: (event: AgentEvent) => void;
