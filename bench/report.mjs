@@ -16,6 +16,28 @@ const bytes = (x) => (x === undefined || x === null || !Number.isFinite(x) ? "�
 const rate = (x) => (x === undefined || !Number.isFinite(x) ? "–" : x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : `${Math.round(x / 1000)} k`);
 const ratio = (a, b) => (a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) || b === 0 ? "–" : `${(a / b).toFixed(2)}×`);
 const mmm = (s, fmt = num) => (s ? `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})` : "–");
+/**
+ * A 95% percentile-bootstrap interval for median(a) ÷ median(b), a and b resampled independently (2,000 resamples,
+ * a fixed seed: re-rendering gives the same text). Undefined when either side has fewer than 5 values.
+ */
+export function ratioInterval(a, b, resamples = 2000) {
+  if (!a || !b || a.length < 5 || b.length < 5) return undefined;
+  let seed = 0x9e3779b9;
+  const rand = () => {
+    // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const medianOf = (xs) => {
+    const s = [...xs].sort((x, y) => x - y), m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  };
+  const resample = (xs) => Array.from(xs, () => xs[Math.floor(rand() * xs.length)]);
+  const ratios = Array.from({ length: resamples }, () => medianOf(resample(a)) / medianOf(resample(b))).sort((x, y) => x - y);
+  return [ratios[Math.floor(0.025 * resamples)], ratios[Math.ceil(0.975 * resamples) - 1]];
+}
 const mark = (ok) => (ok === null || ok === undefined ? "❔" : ok ? "✅" : "❌");
 const variantOf = (params, drop = []) => {
   const v = Object.entries(params).filter(([k]) => !drop.includes(k)).map(([k, val]) => `${k}=${val}`).join(", ");
@@ -91,7 +113,12 @@ export function renderSection(summary, meta) {
   {
     const c = get("cubepi", "w5"), pi = get("pi-agent-core", "w5");
     const cs = med(c, "settleMs"), ps = med(pi, "settleMs");
-    bar("W5", "abort → run settled ≤ pi-agent-core's", `${num(cs)} ms vs ${num(ps)} ms: ${ratio(cs, ps)}`, cs !== undefined && ps !== undefined ? cs <= ps : null);
+    // The bar compares two medians; the interval shows how far the ratio moves between resamples of the processes,
+    // and the bare loop what Node's own abort dispatch costs in this run.
+    const ci = ratioInterval(c?.metrics.settleMsValues, pi?.metrics.settleMsValues);
+    const fl = med(get("floor", "w5"), "settleMs");
+    const detail = [ci ? `95% interval ${ci[0].toFixed(2)}–${ci[1].toFixed(2)}×, bootstrap over the processes` : undefined, fl !== undefined ? `the bare loop ${num(fl)} ms` : undefined].filter(Boolean).join("; ");
+    bar("W5", "abort → run settled ≤ pi-agent-core's", `${num(cs)} ms vs ${num(ps)} ms: ${ratio(cs, ps)}${detail ? ` (${detail})` : ""}`, cs !== undefined && ps !== undefined ? cs <= ps : null);
     const after = c?.metrics.producedAfterAbortPlus100ms?.max, leaked = c?.metrics.leakedProducers?.max;
     bar("W5", "zero deltas produced after the abort", `max ${num(after, 0)} (at settle and +100 ms), leaked producers ${num(leaked, 0)}, over ${c?.metrics.settleMs?.n ?? 0} runs`, after !== undefined ? after === 0 && leaked === 0 : null);
     const n = get("cubepi", "w5net");

@@ -159,6 +159,8 @@ for (const g of groups.values()) {
   if (g.w === "w4") pick("wallMs", (r) => r.result.wallMs);
   if (g.w === "w5") {
     pick("settleMs", (r) => r.result.settleMs); pick("producedAfterAbortAtSettle", (r) => r.result.producedAfterAbortAtSettle);
+    // Every process's settle time, for the report's bootstrap interval of the ratio (the bar compares two medians).
+    m.settleMsValues = ok.map((r) => r.result.settleMs).filter(Number.isFinite);
     pick("producedAfterAbortPlus100ms", (r) => r.result.producedAfterAbortPlus100ms); pick("leakedProducers", (r) => r.result.leakedProducers);
     m.outcomes = [...new Set(ok.map((r) => `${r.result.outcome}/${r.result.sourceStopReason}`))];
   }
