@@ -4,6 +4,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { median } from "./common.mjs";
 
 export const HEADING = "## Peer comparison (issue 7)";
 const ORDER = ["cubepi", "pi-agent-core", "langgraph", "ai-sdk", "floor"];
@@ -30,12 +31,8 @@ export function ratioInterval(a, b, resamples = 2000) {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  const medianOf = (xs) => {
-    const s = [...xs].sort((x, y) => x - y), m = s.length >> 1;
-    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-  };
   const resample = (xs) => Array.from(xs, () => xs[Math.floor(rand() * xs.length)]);
-  const ratios = Array.from({ length: resamples }, () => medianOf(resample(a)) / medianOf(resample(b))).sort((x, y) => x - y);
+  const ratios = Array.from({ length: resamples }, () => median(resample(a)) / median(resample(b))).sort((x, y) => x - y);
   return [ratios[Math.floor(0.025 * resamples)], ratios[Math.ceil(0.975 * resamples) - 1]];
 }
 const mark = (ok) => (ok === null || ok === undefined ? "❔" : ok ? "✅" : "❌");
