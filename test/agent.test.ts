@@ -394,6 +394,24 @@ describe('Agent', () => {
       expect(late.messages).toHaveLength(2);
     });
 
+    it('unsubscribing from state$ lets go of it: later changes build no state for it', async () => {
+      const agent = new Agent({
+        provider: new FauxProvider({ responses: [fauxMessage('one two'), fauxMessage('three')], chunkSize: 2 }),
+        model: 'faux',
+      });
+      const read = vi.spyOn(agent, 'state', 'get');
+      let seen = 0;
+      const subscription = agent.state$.subscribe(() => seen++);
+      await agent.prompt('hi');
+      expect(read.mock.calls.length).toBe(seen); // one state per delivery while subscribed
+      expect(seen).toBeGreaterThan(4);
+      subscription.unsubscribe();
+      read.mockClear();
+      await agent.prompt('again');
+      expect(read).not.toHaveBeenCalled();
+      expect(agent.state.messages).toHaveLength(4);
+    });
+
     it('state$ and state follow every delta: streamingMessage is the latest snapshot streamed', async () => {
       const agent = new Agent({
         provider: new FauxProvider({ responses: [fauxMessage('hello world')], chunkSize: 3 }),
