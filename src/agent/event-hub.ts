@@ -2,12 +2,10 @@
  * A hot multicast for the agent's events, lighter than a Subject on the per-delta path.
  * @module
  */
-import { Observable } from 'rxjs';
+import { Observable, type Observer } from 'rxjs';
 
-/** What an {@link EventHub} delivers to: anything with a `next` (an RxJS Subscriber, or an object of ours). */
-export interface Sink<T> {
-  next(value: T): void;
-}
+/** What an {@link EventHub} delivers to: an observer's `next` (an RxJS Subscriber, or an object of ours). */
+export type Sink<T> = Pick<Observer<T>, 'next'>;
 
 /**
  * Delivers each value synchronously to every sink, in the order they were added. Sinks are kept in an array that is
