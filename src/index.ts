@@ -147,6 +147,7 @@ export type {
   ThreadInfo,
 } from './checkpoint/checkpointer.js';
 export { MemoryCheckpointer } from './checkpoint/memory.js';
+export { checkThreadId, MAX_THREAD_ID_LENGTH } from './checkpoint/check-arguments.js';
 export {
   CheckpointCorruptionError,
   CheckpointError,

@@ -5,6 +5,7 @@
 import { defer, lastValueFrom, Observable, of, switchMap, type Observer, type Subscriber } from 'rxjs';
 import { appendToCheckpoint } from '../../operators/append-to-checkpoint.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
+import { threadIdProblem } from '../checkpoint/check-arguments.js';
 import {
   composeMiddleware,
   EXPLICIT_HOOKS_NAME,
@@ -728,7 +729,9 @@ function validateAgentOptions(options: AgentOptions): void {
     ) {
       fail('`checkpointer` must be a Checkpointer (load, append, saveExtra, …)');
     }
-    if (typeof options.threadId !== 'string' || options.threadId === '') fail('a `checkpointer` needs a `threadId`');
+    if (options.threadId === undefined) fail('a `checkpointer` needs a `threadId`');
+    const problem = threadIdProblem(options.threadId);
+    if (problem !== undefined) fail(`\`threadId\`: ${problem}`);
     if (options.messages !== undefined)
       fail('with a `checkpointer`, the history comes from the thread: drop `messages`');
   }

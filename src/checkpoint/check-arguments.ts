@@ -9,11 +9,47 @@ import type { AppendOptions, ListThreadsOptions } from './checkpointer.js';
 /** The page size of `listThreads` when no `limit` is given. */
 const DEFAULT_LIST_LIMIT = 100;
 
-/** Throws unless `threadId` is a non-empty string. */
-export function checkThreadId(threadId: unknown): asserts threadId is string {
-  if (typeof threadId !== 'string' || threadId.length === 0) {
-    throw new InvalidInputError(`A thread id must be a non-empty string, got ${JSON.stringify(threadId) ?? threadId}`);
+/**
+ * The longest thread id the built-in checkpointers accept, in UTF-16 code units (`string.length`). At most 1,536 bytes
+ * of UTF-8, well under PostgreSQL's limit for an indexed text value.
+ */
+export const MAX_THREAD_ID_LENGTH = 512;
+
+// A lone surrogate: in a `u` regex a well-formed pair is one code point, so only an unpaired half matches.
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
+/**
+ * Why `threadId` is not a valid thread id, or `undefined` when it is one. A thread id is a string of 1 to
+ * {@link MAX_THREAD_ID_LENGTH} UTF-16 code units, well-formed (no unpaired surrogate: `String.prototype.isWellFormed`)
+ * and without U+0000. Anything else would be stored altered by some backend (PostgreSQL and SQLite encode text as
+ * UTF-8, where a lone surrogate becomes U+FFFD, so two different ids could name one thread) or refused by it (NUL).
+ *
+ * Every built-in checkpointer refuses such an id with `InvalidInputError` before any I/O, and the conformance kit
+ * holds a custom backend to the same rule; use this to do the same in yours.
+ */
+export function threadIdProblem(threadId: unknown): string | undefined {
+  if (typeof threadId !== 'string') return `a thread id must be a string, got ${describe(threadId)}`;
+  if (threadId.length === 0) return 'a thread id must not be empty';
+  if (threadId.length > MAX_THREAD_ID_LENGTH) {
+    return `a thread id must be at most ${MAX_THREAD_ID_LENGTH} characters, got ${threadId.length}`;
   }
+  if (LONE_SURROGATE.test(threadId)) {
+    return `a thread id must be well-formed UTF-16 (it has an unpaired surrogate): ${JSON.stringify(threadId)}`;
+  }
+  if (threadId.includes('\0')) return `a thread id must not contain U+0000: ${JSON.stringify(threadId)}`;
+  return undefined;
+}
+
+/** Throws `InvalidInputError` unless `threadId` is a valid thread id ({@link threadIdProblem}). */
+export function checkThreadId(threadId: unknown): asserts threadId is string {
+  const problem = threadIdProblem(threadId);
+  if (problem !== undefined) throw new InvalidInputError(`Invalid thread id: ${problem}`);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') return typeof value;
+  return JSON.stringify(value) ?? String(value);
 }
 
 /** The `expectedSeq` of `append` options, checked: a non-negative integer or `undefined`. */

@@ -5,6 +5,7 @@
  * @module
  */
 import assert from 'node:assert/strict';
+import { MAX_THREAD_ID_LENGTH } from '../checkpoint/check-arguments.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { serializeMessage, type AssistantMessage, type Message, type UserMessage } from '../types/messages.js';
 
@@ -380,15 +381,58 @@ export function checkpointerConformance(make: Make, options: CheckpointerConform
       assert.deepEqual(await checkpointer.append('t', [user('b')], { expectedSeq: 1 }), { seq: 2 });
     });
 
-    test('an empty thread id is refused with InvalidInputError', async ({ checkpointer }) => {
-      for (const call of [
-        () => checkpointer.load(''),
-        () => checkpointer.append('', [user('a')]),
-        () => checkpointer.saveExtra('', {}),
-        () => checkpointer.deleteThread(''),
-      ]) {
-        await assert.rejects(call(), (error: unknown) => codeOf(error) === 'invalid_input');
+    test('a thread id that is empty, too long, not well-formed or has U+0000 is refused before any I/O', async ({
+      checkpointer,
+    }) => {
+      const bad: unknown[] = [
+        '',
+        'x'.repeat(MAX_THREAD_ID_LENGTH + 1),
+        'user-\ud800',
+        'user-\udfff',
+        '\udc00\ud800',
+        'a\u0000b',
+        undefined,
+        null,
+        42,
+        { toString: () => 't' },
+      ];
+      for (const id of bad) {
+        for (const call of [
+          () => checkpointer.load(id as string),
+          () => checkpointer.append(id as string, [user('a')]),
+          () => checkpointer.saveExtra(id as string, { k: 1 }),
+          () => checkpointer.deleteThread(id as string),
+        ]) {
+          await assert.rejects(call(), (error: unknown) => codeOf(error) === 'invalid_input', `id ${String(id)}`);
+        }
       }
+      assert.deepEqual(await checkpointer.listThreads(), [], 'nothing was written');
+    });
+
+    test('thread ids are kept exactly: distinct ids never share a thread, and listThreads returns them as written', async ({
+      checkpointer,
+    }) => {
+      const ids = [
+        'x'.repeat(MAX_THREAD_ID_LENGTH),
+        'caf\u00e9', // NFC
+        'cafe\u0301', // NFD: the same text to a person, another id
+        'emoji-\ud83d\ude00',
+        'emoji-\ud83d\ude01',
+        'space and\ttab\nnewline',
+        'quote\'"back\\slash',
+        '%_*?[]',
+        '\u202eright-to-left',
+        'CASE',
+        'case',
+      ];
+      for (let i = 0; i < ids.length; i++) await checkpointer.append(ids[i]!, [user(`m${i}`)]);
+      for (let i = 0; i < ids.length; i++) {
+        assert.deepEqual((await checkpointer.load(ids[i]!))?.messages.map(text), [`m${i}`], `id #${i}`);
+      }
+      const listed = (await checkpointer.listThreads({ limit: 1000 })).map((info) => info.threadId);
+      assert.deepEqual([...listed].sort(), [...ids].sort(), 'listThreads returns every id unaltered');
+      for (const id of listed) await checkpointer.deleteThread(id);
+      assert.deepEqual(await checkpointer.listThreads(), [], 'deleting what was listed leaves nothing');
     });
   });
 }
