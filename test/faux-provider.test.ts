@@ -11,6 +11,25 @@ const hi: UserMessage = { role: 'user', content: 'hi', timestamp: 0 };
 const events = (faux: FauxProvider, messages = [hi]) => lastValueFrom(faux.stream(model, messages).pipe(toArray()));
 
 describe('FauxProvider', () => {
+  it('a transcript it cannot read ends the call with an error event instead of hanging', async () => {
+    const faux = new FauxProvider({ responses: [fauxMessage('never')] });
+    const broken = {
+      role: 'toolResult',
+      toolCallId: 'c',
+      toolName: 't',
+      content: [null],
+      isError: false,
+      timestamp: 0,
+    };
+    const all = await events(faux, [hi, broken as never]);
+    // It fails where it reads the transcript (the usage estimate, after the content): the terminal event is an error.
+    expect(all.map((e) => e.type)).toEqual(['start', 'text_start', 'text_delta', 'text_delta', 'text_end', 'error']);
+    expect(all.at(-1)).toMatchObject({ type: 'error', errorKind: 'unknown' });
+    expect((all.at(-1) as { message: { errorMessage: string } }).message.errorMessage).toMatch(
+      /^Faux provider failed: /,
+    );
+  });
+
   it('streams a scripted message in small chunks: start, block start/deltas/end, done', async () => {
     const faux = new FauxProvider({
       responses: [

@@ -158,19 +158,25 @@ export function drive<T>(op: Op<T>, handlers: DriveHandlers<T>, signal?: AbortSi
         waiting = true;
         resumeOnAbort = wait.resumeOnAbort === true;
         const waitToken = token;
-        if (isPromiseLike(wait.source)) {
-          wait.source.then(
-            (resolved) => resume(waitToken, true, resolved),
-            (rejected) => resume(waitToken, false, rejected),
-          );
-        } else {
-          observedToken = waitToken;
-          last = wait.fallback;
-          onNext = wait.onNext;
-          const subscription: Subscription = wait.source.subscribe(observer);
-          // Resumed during subscribe (completed, errored or aborted synchronously): release it now.
-          if (waitToken === token) current = subscription;
-          else subscription.unsubscribe();
+        try {
+          if (isPromiseLike(wait.source)) {
+            wait.source.then(
+              (resolved) => resume(waitToken, true, resolved),
+              (rejected) => resume(waitToken, false, rejected),
+            );
+          } else {
+            observedToken = waitToken;
+            last = wait.fallback;
+            onNext = wait.onNext;
+            const subscription: Subscription = wait.source.subscribe(observer);
+            // Resumed during subscribe (completed, errored or aborted synchronously): release it now.
+            if (waitToken === token) current = subscription;
+            else subscription.unsubscribe();
+          }
+        } catch (error) {
+          // A thenable whose `then` throws (or a `then` getter that does) fails the wait like a rejection: thrown
+          // into the generator where it waits, never out of the driver (where nobody could catch it).
+          resume(waitToken, false, error);
         }
         if (queued === undefined) return; // suspended: a callback will call step() again
         ({ ok, value } = queued);

@@ -212,12 +212,19 @@ function openStream(
   options: Omit<StreamOptions, 'signal'> | undefined,
 ): Observable<StreamEvent> | ErrorEvent {
   try {
-    return provider.stream(model, messages, {
+    const stream: unknown = provider.stream(model, messages, {
       systemPrompt,
       tools: run.tools,
       ...(toolChoice !== undefined ? { toolChoice } : {}),
       options: options === undefined ? { signal: run.signal } : { ...options, signal: run.signal },
     });
+    if (isObservable(stream)) return stream as Observable<StreamEvent>;
+    return contractFailure(
+      provider.id,
+      model.id,
+      turn,
+      `Provider ${provider.id} broke its contract: stream() must return an Observable, got ${kindOf(stream)}`,
+    );
   } catch (error) {
     return contractFailure(
       provider.id,
@@ -226,6 +233,12 @@ function openStream(
       `Provider ${provider.id} threw in stream(): ${errorMessageOf(error)}`,
     );
   }
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function') return 'a Promise';
+  return Array.isArray(value) ? 'an array' : typeof value;
 }
 
 /** The terminal event of an attempt whose provider broke its contract. */

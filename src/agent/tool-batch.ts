@@ -5,6 +5,7 @@
  */
 import { asyncScheduler, catchError, defer, from, isObservable, map, mergeMap, Observable, of, throwError } from 'rxjs';
 import type { ToolCallNext, ToolCallRequest, ToolOutcome } from '../middleware/wrapper-types.js';
+import { toolResultProblem } from '../types/check-tool-result.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
 import type { ToolCall } from '../types/content.js';
 import { errorMessageOf, HookError, ToolExecutionError } from '../types/errors.js';
@@ -212,10 +213,15 @@ function* executeCall(run: RunState, turn: TurnState, assistant: AssistantMessag
         assistantMessage: assistant,
       };
       const executed = (yield wait(run.wrapToolCall(request, wrapCtx, execute), undefined)) as ToolOutcome | undefined;
+      const problem = executed === undefined ? 'no outcome' : toolResultProblem(executed.result);
+      // A wrapper may answer in the tool's place (a cache hit): its result passes the same check as a tool's.
       outcome =
-        executed === undefined
-          ? { result: errorResult(`Tool ${call.name} produced no outcome`), isError: true }
-          : { result: executed.result, isError: executed.isError };
+        problem === undefined
+          ? { result: executed!.result, isError: executed!.isError }
+          : {
+              result: errorResult(`Tool ${call.name} (through wrapToolCall) produced an invalid result: ${problem}`),
+              isError: true,
+            };
     } else if (tool.timeoutMs !== undefined || run.toolTimeoutMs !== undefined) {
       outcome = (yield wait(executeTool$(run, { toolCall: call, tool, args }, onUpdate), NO_OUTCOME)) as CallOutcome;
     } else {
@@ -416,6 +422,11 @@ function normalizeResult(toolName: string, raw: unknown): CallOutcome {
   if (typeof raw === 'string') return { result: { content: [{ type: 'text', text: raw }] }, isError: false };
   if (raw === NO_RESULT) return { result: errorResult(`Tool ${toolName} completed without a result`), isError: true };
   if (raw !== null && typeof raw === 'object' && Array.isArray((raw as AgentToolResult).content)) {
+    // Checked here, at the boundary: a malformed result stored in the thread would break every later request on it.
+    const problem = toolResultProblem(raw);
+    if (problem !== undefined) {
+      return { result: errorResult(`Tool ${toolName} returned an invalid result: ${problem}`), isError: true };
+    }
     const result = raw as AgentToolResult;
     return { result, isError: result.isError === true };
   }

@@ -2,6 +2,7 @@
  * What each hook may answer. A wrong shape is a hook bug, reported as a `HookError` naming the hook's owner.
  * @module
  */
+import { toolResultProblem } from '../types/check-tool-result.js';
 import type { HookName } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { AfterToolCallResult, BeforeToolCallResult, TurnAction } from './types.js';
@@ -32,15 +33,26 @@ export function checkAnswer<H extends HookName>(hook: H, answer: unknown): HookA
       if (typeof answer !== 'boolean') throw new TypeError(`expected a boolean, got ${describe(answer)}`);
       break;
     case 'beforeToolCall':
-    case 'afterToolCall':
       if (typeof answer !== 'object' || Array.isArray(answer))
         throw new TypeError(`expected an object or nothing, got ${describe(answer)}`);
+      break;
+    case 'afterToolCall':
+      checkAfterToolCall(answer);
       break;
     case 'afterModelResponse':
       checkTurnAction(answer);
       break;
   }
   return answer as HookAnswers[H];
+}
+
+function checkAfterToolCall(value: unknown): void {
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new TypeError(`expected an object or nothing, got ${describe(value)}`);
+  // The fields it sets end up in the stored result: they pass the check a tool's own result passes.
+  const { content, details, isError, terminate } = value as AfterToolCallResult;
+  const problem = toolResultProblem({ content: content ?? [], details, isError, terminate });
+  if (problem !== undefined) throw new TypeError(`the afterToolCall result is invalid: ${problem}`);
 }
 
 function checkTurnAction(value: unknown): void {

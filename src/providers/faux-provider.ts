@@ -4,6 +4,7 @@
  */
 import { asapScheduler, asyncScheduler, Observable, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AssistantContent } from '../types/content.js';
+import { errorMessageOf } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamRequest, ToolDefinition } from '../types/provider.js';
@@ -117,18 +118,25 @@ export class FauxProvider implements Provider {
       }
 
       // Emits chunks until the script ends, the subscriber leaves, or (with pacing) the next chunk is due later.
+      // A failure inside the script (a message it cannot read) is the call's error event, as for a real provider: an
+      // exception thrown from a scheduled callback would reach nobody and leave the call hanging.
       const pump = (): void => {
         pending = undefined;
-        while (!finished && !subscriber.closed) {
-          const step = script!.next();
-          if (step.done) return;
-          const event = step.value();
-          if (event.type === 'done' || event.type === 'error') return finish(event);
-          subscriber.next(event);
-          if (this.delayMs > 0 && event.type !== 'start') {
-            pending = this.scheduler.schedule(pump, this.delayMs);
-            return;
+        try {
+          while (!finished && !subscriber.closed) {
+            const step = script!.next();
+            if (step.done) return;
+            const event = step.value();
+            if (event.type === 'done' || event.type === 'error') return finish(event);
+            subscriber.next(event);
+            if (this.delayMs > 0 && event.type !== 'start') {
+              pending = this.scheduler.schedule(pump, this.delayMs);
+              return;
+            }
           }
+        } catch (error) {
+          if (!finished && !subscriber.closed)
+            finish(asm.error('unknown', `Faux provider failed: ${errorMessageOf(error)}`));
         }
       };
 

@@ -1,0 +1,70 @@
+/**
+ * The check every tool result passes at the boundary, before it becomes an event or a stored message.
+ * @module
+ */
+
+/** At most this many problems are listed in one message (a result of 10,000 bad blocks gets a short answer). */
+const MAX_LISTED = 3;
+
+/**
+ * Why `result` is not a valid `AgentToolResult`, or `undefined` when it is one: `content` an array of text
+ * blocks (`{ type: 'text', text: string }`) and image blocks (`{ type: 'image', data: string, mimeType: string }`),
+ * `isError` and `terminate` booleans when present, and `details` serialisable as JSON (no cycle, no BigInt), since it
+ * is stored with the thread.
+ *
+ * Run on every tool's result, so a malformed one becomes an error result that says what was wrong instead of a
+ * message that breaks every later request on the thread.
+ */
+export function toolResultProblem(result: unknown): string | undefined {
+  if (typeof result !== 'object' || result === null) return `expected an object, got ${describe(result)}`;
+  const { content, isError, terminate, details } = result as Record<string, unknown>;
+  if (!Array.isArray(content)) return `content must be an array of text and image blocks, got ${describe(content)}`;
+  const problems: string[] = [];
+  let count = 0;
+  for (let i = 0; i < content.length; i++) {
+    const problem = blockProblem(content[i]);
+    if (problem === undefined) continue;
+    if (++count <= MAX_LISTED) problems.push(`content[${i}] ${problem}`);
+  }
+  if (count > MAX_LISTED) problems.push(`and ${count - MAX_LISTED} more bad blocks`);
+  if (isError !== undefined && typeof isError !== 'boolean') {
+    problems.push(`isError must be a boolean, got ${describe(isError)}`);
+  }
+  if (terminate !== undefined && typeof terminate !== 'boolean') {
+    problems.push(`terminate must be a boolean, got ${describe(terminate)}`);
+  }
+  if (details !== undefined) {
+    try {
+      JSON.stringify(details);
+    } catch (error) {
+      problems.push(`details cannot be stored as JSON (${error instanceof Error ? error.message : String(error)})`);
+    }
+  }
+  return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+function blockProblem(block: unknown): string | undefined {
+  if (typeof block !== 'object' || block === null || Array.isArray(block)) {
+    return `must be a text or image block, got ${describe(block)}`;
+  }
+  const { type } = block as { type?: unknown };
+  if (type === 'text') {
+    const { text } = block as { text?: unknown };
+    return typeof text === 'string' ? undefined : `is a text block whose text is ${describe(text)}, not a string`;
+  }
+  if (type === 'image') {
+    const { data, mimeType } = block as { data?: unknown; mimeType?: unknown };
+    if (typeof data !== 'string') return `is an image block whose data is ${describe(data)}, not a base64 string`;
+    if (typeof mimeType !== 'string') return `is an image block whose mimeType is ${describe(mimeType)}, not a string`;
+    return undefined;
+  }
+  return `has type ${describe(type)}: a tool result holds only "text" and "image" blocks`;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return typeof value;
+}
