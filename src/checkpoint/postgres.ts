@@ -100,6 +100,13 @@ const LOCK_CLASS = 0x63756265; // 'cube'
  * Errors: a failed query or a lost connection is a `CheckpointError` naming the thread (the driver's error as
  * `cause`); a row that cannot be read back is a `CheckpointCorruptionError` naming thread and seq.
  *
+ * A lost connection (a server restart, a terminated backend, a network failure) rejects only the calls that were using
+ * it, with that `CheckpointError`; the process does not crash, the broken connection is destroyed rather than reused,
+ * and the next call connects again. For that, the checkpointer listens for `error` on the pool — on a `pg.Pool` you
+ * pass in too, from construction until `close()`, because pg-pool emits an idle client's failure there and an `error`
+ * event nobody hears crashes the process. The listener does nothing (the pool has already dropped that client), so
+ * a listener of yours still hears every error; once `close()` has removed it, a pool that lives on needs your own.
+ *
  * @example
  * import pg from 'pg';
  * import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
@@ -113,6 +120,9 @@ export class PostgresCheckpointer implements Checkpointer {
   readonly #sql: ReturnType<typeof statements>;
   readonly #prepared: boolean;
   #ready: Promise<void> | undefined;
+  // The pool's 'error' listener (one per checkpointer, so closing one of two sharing a pool removes only its own). The
+  // pool has already dropped the failed idle client: there is nothing more to do.
+  readonly #ignoreIdleClientError = (): void => {};
 
   /** Throws `ConfigurationError` for a bad schema or prefix. Connects lazily: nothing happens before the first call. */
   constructor(poolOrConnectionString: pg.Pool | string, options: PostgresCheckpointerOptions = {}) {
@@ -128,14 +138,15 @@ export class PostgresCheckpointer implements Checkpointer {
     }
     if (typeof poolOrConnectionString === 'string') {
       this.#pool = new pg.Pool({ connectionString: poolOrConnectionString });
-      // An idle client's error (a server restart) is emitted on the pool, and an unheard 'error' event would crash
-      // the process; the next query reports the failure as a CheckpointError instead.
-      this.#pool.on('error', () => {});
       this.#owned = true;
     } else {
       this.#pool = poolOrConnectionString;
       this.#owned = false;
     }
+    // pg-pool emits an idle client's error (a server restart, a terminated backend) on the pool, after dropping that
+    // client; an 'error' event nobody hears crashes the process. The next call gets a fresh connection, or reports
+    // the outage as a CheckpointError.
+    this.#pool.on('error', this.#ignoreIdleClientError);
     const q = (name: string) => `"${schema}"."${prefix}${name}"`;
     this.#tables = { schema, threads: q('threads'), messages: q('messages'), versions: q('schema_version') };
     this.#sql = statements(this.#tables);
@@ -278,9 +289,16 @@ export class PostgresCheckpointer implements Checkpointer {
     }
   }
 
-  /** Ends the pool if this checkpointer created it (a `pg.Pool` passed in stays open). Idempotent. */
+  /**
+   * Ends the pool if this checkpointer created it; a `pg.Pool` passed in stays open, without the `error` listener
+   * this checkpointer added to it. Idempotent.
+   */
   async close(): Promise<void> {
-    if (this.#owned && !this.#pool.ending && !this.#pool.ended) await this.#pool.end();
+    if (!this.#owned) {
+      this.#pool.off('error', this.#ignoreIdleClientError);
+      return;
+    }
+    if (!this.#pool.ending && !this.#pool.ended) await this.#pool.end();
   }
 
   #query(client: pg.Pool | pg.PoolClient, text: string, values: unknown[]): Promise<pg.QueryArrayResult> {
@@ -307,24 +325,52 @@ export class PostgresCheckpointer implements Checkpointer {
     });
   }
 
+  /**
+   * Runs `work` in a transaction on a client checked out of the pool. pg-pool removes its own 'error' listener from a
+   * client it hands out, and pg emits 'error' on a client whose connection dies — while it waits between two queries,
+   * and again when the socket closes after the query in flight was rejected — so ours listens for as long as the
+   * client is out: unheard, that event would crash the process. The query in flight, or the next one, rejects with the
+   * failure (the caller's CheckpointError). A client whose connection failed goes back with the error, so the pool
+   * destroys it instead of handing it out again.
+   */
   async #transaction<T>(begin: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
     let broken: unknown;
+    const onError = (error: Error) => {
+      broken ??= error;
+    };
+    const client = await this.#checkOut(onError);
     try {
       await client.query(begin);
       const result = await work(client);
       await client.query('COMMIT');
       return result;
     } catch (error) {
-      try {
-        await client.query('ROLLBACK');
-      } catch (rollbackError) {
-        broken = rollbackError; // the connection is gone: do not put it back in the pool
+      if (broken === undefined) {
+        try {
+          await client.query('ROLLBACK');
+        } catch (rollbackError) {
+          broken ??= rollbackError; // the connection is gone
+        }
       }
       throw error;
     } finally {
+      client.off('error', onError);
       client.release(broken as Error | undefined);
     }
+  }
+
+  /**
+   * A client of the pool with `onError` already listening. Attached in pg-pool's callback, so no I/O (and no 'error'
+   * event) can come between the checkout and the listener.
+   */
+  #checkOut(onError: (error: Error) => void): Promise<pg.PoolClient> {
+    return new Promise((resolve, reject) => {
+      this.#pool.connect((error, client) => {
+        if (client === undefined) return reject(error);
+        client.on('error', onError);
+        resolve(client);
+      });
+    });
   }
 
   async #migrate(): Promise<void> {
