@@ -160,7 +160,7 @@ describe('a tool result is checked at the boundary', () => {
           name: 'bad-cache',
           phase: 'cache',
           nextCalls: 'at-most-once',
-          wrapToolCall: () => of({ result: { content: [{ type: 'text', text: null }] }, isError: false } as never),
+          wrapToolCall: (() => of({ result: { content: [{ type: 'text', text: null }] }, isError: false })) as never,
         },
       ],
     });

@@ -70,4 +70,9 @@ export function validateRunSettings(
     if (value !== undefined && !(typeof value === 'number' && value > 0))
       fail(`\`${key}\` must be a positive number of milliseconds`);
   }
+  for (const key of ['firstEventTimeoutMs', 'idleTimeoutMs'] as const) {
+    const value = settings.streamOptions?.[key];
+    if (value !== undefined && !(typeof value === 'number' && value > 0))
+      fail(`\`streamOptions.${key}\` must be a positive number of milliseconds (or Infinity)`);
+  }
 }

@@ -20,7 +20,7 @@ export interface FallbackTarget {
 
 /** Options of {@link fallback}. */
 export interface FallbackOptions {
-  /** The error kinds that move the call on (default `rate_limited`, `unavailable`, `context_overflow`, `auth`). */
+  /** The error kinds that move the call on (default `rate_limited`, `unavailable`, `timeout`, `context_overflow`, `auth`). */
   readonly on?: readonly ProviderErrorKind[];
   readonly name?: string;
 }
@@ -29,6 +29,7 @@ export interface FallbackOptions {
 export const FALLBACK_ERROR_KINDS: readonly ProviderErrorKind[] = [
   'rate_limited',
   'unavailable',
+  'timeout',
   'context_overflow',
   'auth',
 ];

@@ -42,7 +42,7 @@ export interface RetryOptions {
   readonly maxAttempts?: number;
   /** Default `{ initialMs: 500, factor: 2, maxMs: 30_000, jitter: 0.2 }`. */
   readonly backoff?: Backoff;
-  /** The error kinds worth another attempt (default the transient ones: `rate_limited`, `unavailable`). */
+  /** The error kinds worth another attempt (default the transient ones: `rate_limited`, `unavailable`, `timeout`). */
   readonly retryOn?: readonly ProviderErrorKind[];
   /**
    * Retry tools marked `idempotent: true` when they throw (default true). Other tools, and `isError` results, are
@@ -57,7 +57,7 @@ export interface RetryOptions {
 }
 
 /** The transient kinds retried by default. */
-export const TRANSIENT_ERROR_KINDS: readonly ProviderErrorKind[] = ['rate_limited', 'unavailable'];
+export const TRANSIENT_ERROR_KINDS: readonly ProviderErrorKind[] = ['rate_limited', 'unavailable', 'timeout'];
 
 class FailedTool extends Error {
   constructor(readonly outcome: ToolOutcome) {

@@ -11,7 +11,7 @@ import type { Provider, StreamRequest } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { buildAnthropicRequest, type CacheRetention } from './anthropic-request.js';
 import { anthropicWireMapper } from './anthropic-wire-mapper.js';
-import { fromSdkStream } from './from-sdk-stream.js';
+import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
 import { findModel } from './model-table.js';
 
 export type { CacheRetention } from './anthropic-request.js';
@@ -95,6 +95,7 @@ export class AnthropicProvider implements Provider {
       provider: this.id,
       model: model.id,
       api: 'Anthropic',
+      timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
       ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
       open: (signal) => {
         const params = buildAnthropicRequest(model, messages, request, {

@@ -3,7 +3,8 @@
  * @module
  */
 import { Observable } from 'rxjs';
-import { errorMessageOf } from '../types/errors.js';
+import { ConfigurationError, errorMessageOf } from '../types/errors.js';
+import type { StreamOptions } from '../types/provider.js';
 import type { StreamEvent, TerminalStreamEvent } from '../types/stream-events.js';
 import { classifyError, type SdkErrorClasses } from './classify-error.js';
 import { MessageAssembler } from './message-assembler.js';
@@ -40,7 +41,66 @@ export interface SdkStreamSpec<TEvent> {
   readonly mapper: (asm: MessageAssembler) => WireMapper<TEvent>;
   /** The SDK's error classes, to classify what it throws. */
   readonly errors: SdkErrorClasses;
+  /**
+   * Stall limits in milliseconds ({@link stallTimeouts} resolves them from the request's `StreamOptions` and the
+   * model): the first wire event must come within `firstEventMs` of subscribing, and each next one within `idleMs` of
+   * the previous one. `Infinity` (or absent) turns a limit off.
+   */
+  readonly timeouts?: StallTimeouts;
 }
+
+/** The stall limits of one request, in milliseconds; `Infinity` turns one off. */
+export interface StallTimeouts {
+  readonly firstEventMs: number;
+  readonly idleMs: number;
+}
+
+/**
+ * The default stall limit for a model known not to reason (`model.reasoning === false`): 2 minutes. The longest
+ * silence measured in recorded streams of such calls is a few seconds (server-side web search: 8 s).
+ */
+export const DEFAULT_STALL_TIMEOUT_MS = 120_000;
+
+/**
+ * The default stall limit for a model that reasons, or that the runtime knows nothing about: 10 minutes. A reasoning
+ * model may think for minutes without sending an event (a recorded gpt-5 call at effort `low`, flex tier: 24 s before
+ * its first output item, then 69 s of silence while it reasoned); this is ~9× that, and the SDKs' own request timeout.
+ */
+export const DEFAULT_REASONING_STALL_TIMEOUT_MS = 600_000;
+
+/**
+ * The stall limits of a request: `firstEventTimeoutMs` and `idleTimeoutMs` from its `StreamOptions` when given (a
+ * positive number; `Infinity` turns a limit off), else {@link DEFAULT_STALL_TIMEOUT_MS} when `reasoning` is `false`
+ * (the model is known not to reason: `Model.reasoning`, or the model table's) and
+ * {@link DEFAULT_REASONING_STALL_TIMEOUT_MS} otherwise. Throws `ConfigurationError` for a value that is not a positive
+ * number.
+ *
+ * @example
+ * fromSdkStream({ ...spec, timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning) });
+ */
+export function stallTimeouts(
+  options: Pick<StreamOptions, 'firstEventTimeoutMs' | 'idleTimeoutMs'> | undefined,
+  reasoning: boolean | undefined,
+): StallTimeouts {
+  const fallback = reasoning === false ? DEFAULT_STALL_TIMEOUT_MS : DEFAULT_REASONING_STALL_TIMEOUT_MS;
+  return {
+    firstEventMs: limit('firstEventTimeoutMs', options?.firstEventTimeoutMs, fallback),
+    idleMs: limit('idleTimeoutMs', options?.idleTimeoutMs, fallback),
+  };
+}
+
+function limit(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !(value > 0)) {
+    throw new ConfigurationError(
+      `${name} must be a positive number of milliseconds (or Infinity), got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+// setTimeout takes at most 2^31 - 1 ms; a longer limit (Infinity) is no limit.
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * A cold Observable of one model call through a vendor SDK. Subscribing sends the request; each wire event is mapped
@@ -53,6 +113,9 @@ export interface SdkStreamSpec<TEvent> {
  *   nothing more is emitted.
  * - **`signal` aborting** while subscribed aborts the request too, and ends the stream at once with an `error` event
  *   whose `stopReason` is `aborted`. An already aborted signal sends no request.
+ * - **A stall** (no wire event within `timeouts.firstEventMs` of subscribing, or within `timeouts.idleMs` of the
+ *   previous one) aborts the request and ends the stream with an `error` event of kind `timeout`, keeping what was
+ *   received: the SDKs' own timeout covers only the wait for the response headers.
  *
  * Used by every built-in SDK provider; handy for a provider of your own over another Stainless-style SDK.
  */
@@ -64,9 +127,35 @@ export function fromSdkStream<TEvent>(spec: SdkStreamSpec<TEvent>): Observable<S
     let finished = false;
     let started = false;
 
+    // Stall detection: one timer at a time, never reset per event (the per-delta path only stores a timestamp). When
+    // it fires, it re-arms for what is left since the last event, or ends the call.
+    const firstEventMs = spec.timeouts?.firstEventMs ?? Infinity;
+    const idleMs = spec.timeouts?.idleMs ?? Infinity;
+    let lastEventAt = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = (ms: number, check: () => void): void => {
+      timer = ms > MAX_TIMER_MS ? undefined : setTimeout(check, ms);
+    };
+    const checkFirst = (): void => {
+      timer = undefined;
+      // Cleared at the first event: firing means there was none.
+      if (!finished) stalled(`no stream event within ${firstEventMs} ms (firstEventTimeoutMs)`);
+    };
+    function checkIdle(): void {
+      timer = undefined;
+      if (finished) return;
+      const left = lastEventAt + idleMs - Date.now();
+      if (left > 0) return arm(left, checkIdle);
+      stalled(`no stream event for ${idleMs} ms (idleTimeoutMs)`);
+    }
+    const stalled = (why: string): void => {
+      finish(asm.error('timeout', `${spec.api} stream stalled: ${why}; the request was aborted`));
+    };
+
     const finish = (event: TerminalStreamEvent): void => {
       if (finished) return;
       finished = true;
+      if (timer !== undefined) clearTimeout(timer);
       external?.removeEventListener('abort', onExternalAbort);
       if (!started && event.type === 'done') subscriber.next(asm.start());
       subscriber.next(event);
@@ -106,8 +195,11 @@ export function fromSdkStream<TEvent>(spec: SdkStreamSpec<TEvent>): Observable<S
           // The SDKs' iterators end quietly when aborted: only the signal tells an abort from a clean end.
           if (controller.signal.aborted) return;
           if (step.done) return finish(mapper.end());
+          lastEventAt = Date.now();
           if (!started) {
             started = true;
+            if (timer !== undefined) clearTimeout(timer);
+            arm(idleMs, checkIdle);
             mapper.identify?.(step.value);
             subscriber.next(asm.start());
           }
@@ -130,9 +222,11 @@ export function fromSdkStream<TEvent>(spec: SdkStreamSpec<TEvent>): Observable<S
       return;
     }
     external?.addEventListener('abort', onExternalAbort, { once: true });
+    arm(firstEventMs, checkFirst);
     void run();
     return () => {
       finished = true;
+      if (timer !== undefined) clearTimeout(timer);
       external?.removeEventListener('abort', onExternalAbort);
       controller.abort();
     };

@@ -11,7 +11,8 @@ import type { Model } from '../types/model.js';
 import type { Provider, StreamRequest } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { createOpenAIClient, type OpenAIClientOptions } from './create-openai-client.js';
-import { fromSdkStream } from './from-sdk-stream.js';
+import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
+import { findModel } from './model-table.js';
 import { buildCompletionsRequest } from './openai-completions-request.js';
 import { completionsWireMapper } from './openai-completions-wire-mapper.js';
 
@@ -65,6 +66,7 @@ export class OpenAIProvider implements Provider {
       provider: this.id,
       model: model.id,
       api: 'OpenAI Chat Completions',
+      timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
       ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
       open: (signal) =>
         this.client.chat.completions.create(

@@ -10,7 +10,8 @@ import type { Model } from '../types/model.js';
 import type { Provider, StreamRequest } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { createOpenAIClient, type OpenAIClientOptions } from './create-openai-client.js';
-import { fromSdkStream } from './from-sdk-stream.js';
+import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
+import { findModel } from './model-table.js';
 import { buildResponsesRequest } from './openai-responses-request.js';
 import { responsesWireMapper } from './openai-responses-wire-mapper.js';
 
@@ -53,6 +54,7 @@ export class OpenAIResponsesProvider implements Provider {
       provider: this.id,
       model: model.id,
       api: 'OpenAI Responses',
+      timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
       ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
       open: (signal) =>
         this.client.responses.create(buildResponsesRequest(model, messages, request, { provider: this.id }), {

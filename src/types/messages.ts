@@ -26,10 +26,11 @@ export type StopReason = 'stop' | 'length' | 'toolUse' | 'error' | 'aborted';
 /**
  * The classification of a failed model call, so a host can react without parsing messages: `rate_limited` (429),
  * `context_overflow` (the prompt is too long), `auth` (401/403), `unavailable` (5xx, overloaded, connection lost),
- * `bad_request` (4xx the caller must fix), `aborted` (cancelled), `unknown`.
+ * `bad_request` (4xx the caller must fix), `timeout` (the stream stalled: no event within `firstEventTimeoutMs` or
+ * `idleTimeoutMs`), `aborted` (cancelled), `unknown`.
  */
 export type ProviderErrorKind =
-  'rate_limited' | 'context_overflow' | 'auth' | 'unavailable' | 'bad_request' | 'aborted' | 'unknown';
+  'rate_limited' | 'context_overflow' | 'auth' | 'unavailable' | 'bad_request' | 'timeout' | 'aborted' | 'unknown';
 
 /**
  * A model's answer. A message with `stopReason` `error` or `aborted` records a failed or cancelled call: it is kept

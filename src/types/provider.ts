@@ -31,6 +31,20 @@ export interface StreamOptions {
   readonly maxTokens?: number;
   /** A thinking budget in tokens for models that think; 0 or absent leaves thinking off. */
   readonly thinkingBudget?: number;
+  /**
+   * How long to wait, from sending the request, for the stream's first event (the response headers included). A call
+   * that gets nothing in time ends with an `error` event of kind `timeout` (retried by `retry()` by default) and its
+   * connection is closed. Default 120 s for a model known not to reason, else 600 s (see `docs/reliability.md`);
+   * `Infinity` turns it off.
+   */
+  readonly firstEventTimeoutMs?: number;
+  /**
+   * How long the stream may go without an event once it started (a keep-alive ping counts). A stream silent for
+   * longer ends with an `error` event of kind `timeout`, keeping what it received, and its connection is closed.
+   * Default 120 s for a model known not to reason, else 600 s (a reasoning model may think silently for minutes);
+   * `Infinity` turns it off.
+   */
+  readonly idleTimeoutMs?: number;
   /** Extra fields for the provider; each provider documents the ones it reads. */
   readonly [key: string]: unknown;
 }

@@ -2,7 +2,16 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { userMessage, type Model, type Provider, type StreamEvent } from 'cubepi';
+import {
+  Agent,
+  retry,
+  textOf as messageText,
+  userMessage,
+  type Model,
+  type Provider,
+  type StreamEvent,
+  type StreamOptions,
+} from 'cubepi';
 import { AnthropicProvider } from 'cubepi/providers/anthropic';
 import { OpenAIProvider, OpenAIResponsesProvider } from 'cubepi/providers/openai';
 import { recordingBodies } from './recordings.js';
@@ -242,6 +251,68 @@ describe.each(CASES)('$name: cancellation', (c) => {
 
 // Chat Completions included: the openai SDK swallows its `data: [DONE]` and reads on until the server closes, so the
 // provider ends at the usage chunk that comes last (see completionsWireMapper).
+const streamWith = (c: ProviderCase, options: Omit<StreamOptions, 'signal'>) =>
+  c.make(baseURL(c)).stream(c.model, [userMessage('Hi')], { options });
+
+describe.each(CASES)('$name: a stalled stream ends as a timeout, and its connection is closed', (c) => {
+  it.each([
+    ['the response headers never come', { kind: 'hang' } as const],
+    ['the headers come, then nothing', { kind: 'stall', body: '' } as const],
+  ])('%s → timeout after firstEventTimeoutMs, no start event', async (_, reply) => {
+    server.reply(reply);
+    const collected = await collectStream(streamWith(c, { firstEventTimeoutMs: 150 }));
+    expectWellFormed(collected);
+    expect(trace(collected.events)).toEqual(['error']);
+    expect(collected.message).toMatchObject({ stopReason: 'error', errorKind: 'timeout', content: [] });
+    expect(collected.message.errorMessage).toMatch(
+      /stream stalled: no stream event within 150 ms \(firstEventTimeoutMs\)/,
+    );
+    expect(await server.requests[0]!.closed).toEqual({ finished: false });
+  });
+
+  it('events, then silence → timeout after idleTimeoutMs, keeping the text so far', async () => {
+    server.reply({ kind: 'stall', body: eventsOf(c.body).slice(0, c.eventsWithText).join('') });
+    const collected = await collectStream(streamWith(c, { firstEventTimeoutMs: 5_000, idleTimeoutMs: 150 }));
+    expectWellFormed(collected);
+    expect(collected.events.at(-1)).toMatchObject({ type: 'error', errorKind: 'timeout' });
+    expect(collected.message.errorMessage).toMatch(/no stream event for 150 ms \(idleTimeoutMs\)/);
+    expect(messageText(collected.message)).not.toBe('');
+    expect(messageText(collected.message)).toBe(textOf(collected.events));
+    expect(await server.requests[0]!.closed).toEqual({ finished: false });
+  });
+
+  it('a slow but healthy stream (every gap under the idle limit, the whole call far over it) completes', async () => {
+    server.reply({ kind: 'sse', body: c.body, eventGapMs: 40 });
+    const started = Date.now();
+    const collected = await collectStream(streamWith(c, { firstEventTimeoutMs: 200, idleTimeoutMs: 200 }));
+    expectWellFormed(collected);
+    expect(collected.message.stopReason).toBe('stop');
+    // Guards the test itself: the call outlasted the idle limit several times over, so a timer that never re-armed
+    // (or one reset by nothing) would have fired.
+    expect(Date.now() - started).toBeGreaterThan(2 * 200);
+  });
+
+  it('through an Agent with retry(), a stall before any content is retried and the run completes', async () => {
+    server.reply({ kind: 'stall', body: '' }, sse(c.body));
+    const agent = new Agent({
+      provider: c.make(baseURL(c)),
+      model: c.model,
+      middleware: [retry({ backoff: { initialMs: 1, jitter: 0 } })],
+      streamOptions: { firstEventTimeoutMs: 150 },
+    });
+    const added = await agent.prompt('Hi');
+    expect(added.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'stop' });
+    expect(server.requests).toHaveLength(2);
+    expect(await server.requests[0]!.closed).toEqual({ finished: false });
+  });
+
+  it('a limit that is not a positive number is a ConfigurationError at construction', () => {
+    expect(
+      () => new Agent({ provider: c.make(baseURL(c)), model: c.model, streamOptions: { idleTimeoutMs: 0 } }),
+    ).toThrow(/streamOptions.idleTimeoutMs` must be a positive number/);
+  });
+});
+
 describe.each(CASES)('$name: releasing the connection', (c) => {
   it('after the terminal event the connection closes, even when the server would keep it open', async () => {
     server.reply({ kind: 'stall', body: c.body });

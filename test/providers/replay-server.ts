@@ -5,8 +5,11 @@ import type { AddressInfo } from 'node:net';
 
 /** One scripted reply, used for the next request that arrives. */
 export type Reply =
-  /** A `text/event-stream` response with this body, written in small pieces so the client's SSE parser reassembles. */
-  | { readonly kind: 'sse'; readonly body: string }
+  /**
+   * A `text/event-stream` response with this body, written in small pieces so the client's SSE parser reassembles;
+   * with `eventGapMs`, one SSE event at a time, that long apart (a slow model).
+   */
+  | { readonly kind: 'sse'; readonly body: string; readonly eventGapMs?: number }
   /** An HTTP status with a JSON body (an API error) and extra headers (`retry-after`). */
   | {
       readonly kind: 'status';
@@ -82,6 +85,18 @@ export class ReplayServer {
           case 'drop':
           case 'stall': {
             res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+            if (reply.kind === 'sse' && reply.eventGapMs !== undefined) {
+              const events = reply.body.split('\n\n').filter((e) => e.trim() !== '');
+              const gap = reply.eventGapMs;
+              const next = (i: number): void => {
+                if (res.destroyed) return;
+                if (i === events.length) return void res.end();
+                res.write(`${events[i]}\n\n`);
+                setTimeout(() => next(i + 1), gap);
+              };
+              next(0);
+              return;
+            }
             const bytes = Buffer.from(reply.body, 'utf8');
             let offset = 0;
             const pump = (): void => {

@@ -1,8 +1,20 @@
 // The request-side helpers every provider shares: the handoff rules, tool-call ids, retry-after, error classification.
 import { describe, expect, it } from 'vitest';
-import { EMPTY_USAGE, userMessage, type AssistantMessage, type Message, type ToolResultMessage } from 'cubepi';
+import {
+  ConfigurationError,
+  EMPTY_USAGE,
+  userMessage,
+  type AssistantMessage,
+  type Message,
+  type ToolResultMessage,
+} from 'cubepi';
 // Internal helpers: not part of the public API.
 import { classifyError, classifyErrorCode } from '../../src/providers/classify-error.js';
+import {
+  DEFAULT_REASONING_STALL_TIMEOUT_MS,
+  DEFAULT_STALL_TIMEOUT_MS,
+  stallTimeouts,
+} from '../../src/providers/from-sdk-stream.js';
 import { normalizeToolCallId } from '../../src/providers/normalize-tool-call-id.js';
 import { parseRetryAfter } from '../../src/providers/parse-retry-after.js';
 import { MISSING_TOOL_RESULT, transformMessages } from '../../src/providers/transform-messages.js';
@@ -182,5 +194,24 @@ describe('classifyError', () => {
     expect(classifyErrorCode('invalid_request_error', 'input is too long for the model')).toBe('context_overflow');
     expect(classifyErrorCode('invalid_request_error', 'bad field')).toBe('bad_request');
     expect(classifyErrorCode('something_new')).toBe('unknown');
+  });
+});
+
+describe('stallTimeouts', () => {
+  it('defaults to 2 min for a model known not to reason and 10 min otherwise (reasoning, or unknown)', () => {
+    expect(stallTimeouts(undefined, false)).toEqual({ firstEventMs: 120_000, idleMs: 120_000 });
+    expect(stallTimeouts(undefined, true)).toEqual({ firstEventMs: 600_000, idleMs: 600_000 });
+    expect(stallTimeouts({}, undefined)).toEqual({ firstEventMs: 600_000, idleMs: 600_000 });
+    expect([DEFAULT_STALL_TIMEOUT_MS, DEFAULT_REASONING_STALL_TIMEOUT_MS]).toEqual([120_000, 600_000]);
+  });
+
+  it('takes the request options over the defaults, Infinity included, and refuses what is not a positive number', () => {
+    expect(stallTimeouts({ firstEventTimeoutMs: 5, idleTimeoutMs: Infinity }, false)).toEqual({
+      firstEventMs: 5,
+      idleMs: Infinity,
+    });
+    for (const bad of [0, -1, NaN, '10']) {
+      expect(() => stallTimeouts({ idleTimeoutMs: bad as number }, true)).toThrow(ConfigurationError);
+    }
   });
 });
