@@ -2,10 +2,10 @@
  * Answering an identical model request from a store.
  * @module
  */
-import { createHash } from 'node:crypto';
 import { defer, from, of, switchMap, tap, type Observable } from 'rxjs';
 import { isPromiseLike } from '../agent/drive.js';
 import { canonicalJson, type AssistantMessage } from '../types/messages.js';
+import { sha256Hex } from './sha256.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { EMPTY_USAGE } from '../types/usage.js';
 import type { Middleware } from './types.js';
@@ -99,5 +99,5 @@ export function requestKey(request: ModelRequest): string {
     toolChoice: request.toolChoice ?? null,
     options: request.options ?? null,
   };
-  return createHash('sha256').update(canonicalJson(decisive)).digest('hex');
+  return sha256Hex(canonicalJson(decisive));
 }

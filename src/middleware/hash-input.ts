@@ -2,8 +2,8 @@
  * Hashing hook inputs for error reports.
  * @module
  */
-import { createHash } from 'node:crypto';
 import { canonicalJson } from '../types/messages.js';
+import { sha256Hex } from './sha256.js';
 
 /**
  * A short, stable hash of a hook's input (SHA-256 of its canonical JSON, 16 hex digits): enough to correlate a
@@ -11,7 +11,7 @@ import { canonicalJson } from '../types/messages.js';
  */
 export function hashInput(input: unknown): string | undefined {
   try {
-    return createHash('sha256').update(canonicalJson(input)).digest('hex').slice(0, 16);
+    return sha256Hex(canonicalJson(input)).slice(0, 16);
   } catch {
     return undefined;
   }
