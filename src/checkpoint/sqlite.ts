@@ -17,6 +17,7 @@ import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf
 import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from './row-codec.js';
 import { checkStoredRows } from './check-stored-rows.js';
 import { toCheckpointError } from './to-checkpoint-error.js';
+import { retryWhileBusy } from './retry-while-busy.js';
 
 export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThreadsOptions, ThreadInfo };
 
@@ -33,6 +34,19 @@ export interface SQLiteCheckpointerOptions {
    * consistent, a crash of the process loses nothing, a power loss may lose the last appends).
    */
   readonly synchronous?: 'full' | 'normal';
+  /**
+   * How long a call may wait, in milliseconds, while another connection holds the lock it needs (a writer in another
+   * process, a long transaction of yours on another `Database`): past it, the call rejects with a `CheckpointError`
+   * saying the database was locked, having written nothing. Default 5000 (better-sqlite3's own default). An integer
+   * from 0 (never wait).
+   *
+   * The wait does not block the event loop: SQLite's refusal comes back at once and the call is tried again on later
+   * turns, after 1, 2, 4, … ms, then every ~25 ms, so other agents in the process keep running. That needs the
+   * connection's own busy handler off, which this checkpointer does (`PRAGMA busy_timeout = 0`) on a file it opens,
+   * once its constructor is done. A `Database` passed in keeps its own busy timeout (better-sqlite3's default: 5 s,
+   * blocking): open it with `{ timeout: 0 }` for the same behaviour.
+   */
+  readonly busyTimeoutMs?: number;
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */
@@ -73,11 +87,17 @@ type ListRow = { id: number; thread_id: string; next_seq: number; created_at: nu
  * - A load is one range scan of the `(thread_id, seq)` primary key; an append is one transaction: a lookup of the
  *   thread's `next_seq`, the new rows, and the counter update — its cost does not depend on the thread's length.
  *   Appends take the write lock at their start (`BEGIN IMMEDIATE`), so `expectedSeq` holds across processes.
- * - better-sqlite3 is synchronous: each call runs to completion on the calling thread (the returned Promise is
- *   already settled), so one append costs a few tens of microseconds plus, with `synchronous: 'full'`, an fsync.
+ * - better-sqlite3 is synchronous: a call that finds the database free runs to completion on the calling thread
+ *   (the returned Promise is already settled), so one append costs a few tens of microseconds plus, with
+ *   `synchronous: 'full'`, an fsync. A call that finds it locked by another connection does not wait on the thread:
+ *   it is tried again on later turns of the event loop, with backoff, for up to `busyTimeoutMs` (default 5 s), so
+ *   the other agents of the process keep running meanwhile. The constructor is synchronous: when it must create or
+ *   migrate the tables (or switch the file to WAL) while another connection holds the lock, it waits for it on the
+ *   thread, up to `busyTimeoutMs` on a file it opens; opening a store already at the current version needs no lock.
  *
- * Errors: a failed statement (disk full, locked past the busy timeout, a closed database) is a `CheckpointError`
- * naming the thread; a row that cannot be read back is a `CheckpointCorruptionError` naming thread and seq.
+ * Errors: a failed statement (disk full, a closed database) is a `CheckpointError` naming the thread, as is a call
+ * that found the database locked for all of `busyTimeoutMs` (it wrote nothing); a row that cannot be read back is a
+ * `CheckpointCorruptionError` naming thread and seq.
  *
  * @example
  * import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
@@ -87,6 +107,12 @@ type ListRow = { id: number; thread_id: string; next_seq: number; created_at: nu
 export class SQLiteCheckpointer implements Checkpointer {
   readonly #db: Database.Database;
   readonly #owned: boolean;
+  readonly #busyTimeoutMs: number;
+  readonly #read: Database.Transaction<
+    (threadId: string) => { next_seq: number; extra: string; rows: [number, string][] } | undefined
+  >;
+  readonly #write: Database.Transaction<(threadId: string, rows: string[], expected?: number) => number>;
+  readonly #delete: Database.Transaction<(threadId: string) => void>;
   readonly #selectThread: Database.Statement<[string], ThreadRow>;
   readonly #insertThread: Database.Statement<[string, number, string, number, number]>;
   readonly #updateSeq: Database.Statement<[number, number, number]>;
@@ -100,7 +126,8 @@ export class SQLiteCheckpointer implements Checkpointer {
 
   /**
    * Opens the store, creating or migrating its tables. Throws `ConfigurationError` for a bad `tablePrefix`,
-   * `CheckpointSchemaError` for a store newer than this code, `CheckpointError` when the file cannot be opened.
+   * `CheckpointSchemaError` for a store newer than this code, `CheckpointError` when the file cannot be opened (or
+   * stays locked by another connection for `busyTimeoutMs` while it must be set up: this wait blocks the thread).
    */
   constructor(pathOrDatabase: string | Database.Database, options: SQLiteCheckpointerOptions = {}) {
     const prefix = options.tablePrefix ?? 'cubepi_';
@@ -111,9 +138,16 @@ export class SQLiteCheckpointer implements Checkpointer {
     if (synchronous !== 'full' && synchronous !== 'normal') {
       throw new ConfigurationError(`synchronous must be 'full' or 'normal', got "${String(synchronous)}"`);
     }
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > 0x7fffffff) {
+      throw new ConfigurationError(`busyTimeoutMs must be an integer from 0 to 2^31 - 1, got ${String(busyTimeoutMs)}`);
+    }
+    this.#busyTimeoutMs = busyTimeoutMs;
     this.#owned = typeof pathOrDatabase === 'string';
     try {
-      this.#db = typeof pathOrDatabase === 'string' ? new Database(pathOrDatabase) : pathOrDatabase;
+      // The constructor cannot wait asynchronously: while it sets the file up, SQLite's own busy handler waits.
+      this.#db =
+        typeof pathOrDatabase === 'string' ? new Database(pathOrDatabase, { timeout: busyTimeoutMs }) : pathOrDatabase;
     } catch (error) {
       throw toCheckpointError(error, 'open');
     }
@@ -122,6 +156,8 @@ export class SQLiteCheckpointer implements Checkpointer {
       db.pragma('journal_mode = WAL');
       if (this.#owned) db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
       migrate(db, prefix);
+      // From here on a refusal comes back at once and retryWhileBusy waits without blocking the event loop.
+      if (this.#owned) db.pragma('busy_timeout = 0');
       const threads = `"${prefix}threads"`;
       const messages = `"${prefix}messages"`;
       this.#selectThread = db.prepare(`SELECT id, next_seq FROM ${threads} WHERE thread_id = ?`);
@@ -143,39 +179,12 @@ export class SQLiteCheckpointer implements Checkpointer {
       );
       this.#deleteMessages = db.prepare(`DELETE FROM ${messages} WHERE thread_id = ?`);
       this.#deleteThread = db.prepare(`DELETE FROM ${threads} WHERE thread_id = ?`);
-    } catch (error) {
-      if (this.#owned) this.#db.close();
-      throw toCheckpointError(error, 'open');
-    }
-  }
-
-  /** {@inheritDoc Checkpointer.load} */
-  async load(threadId: string): Promise<CheckpointData | null> {
-    try {
-      checkThreadId(threadId);
       // One read transaction: the counter and the rows come from the same snapshot, whatever other processes do.
-      const read = this.#db.transaction(() => {
+      this.#read = db.transaction((threadId: string) => {
         const thread = this.#loadThread.get(threadId);
-        return thread === undefined ? undefined : { thread, rows: this.#loadMessages.all(threadId) };
+        return thread === undefined ? undefined : { ...thread, rows: this.#loadMessages.all(threadId) };
       });
-      const found = read.deferred();
-      if (found === undefined) return null;
-      const { thread, rows } = found;
-      checkStoredRows(threadId, thread.next_seq, rows);
-      const messages = rows.map(([seq, body]) => decodeMessage(threadId, seq, body));
-      return { messages, extra: decodeExtra(threadId, thread.extra), seq: messages.length };
-    } catch (error) {
-      throw toCheckpointError(error, 'load', threadId);
-    }
-  }
-
-  /** {@inheritDoc Checkpointer.append} */
-  async append(threadId: string, messages: readonly Message[], options?: AppendOptions): Promise<AppendResult> {
-    try {
-      checkThreadId(threadId);
-      const expected = checkExpectedSeq(options);
-      const rows = encodeMessages(threadId, messages);
-      const write = this.#db.transaction(() => {
+      this.#write = db.transaction((threadId: string, rows: string[], expected?: number) => {
         const thread = this.#selectThread.get(threadId);
         const actual = thread?.next_seq ?? 0;
         if (expected !== undefined && expected !== actual) throw new ThreadConflictError(threadId, expected, actual);
@@ -187,9 +196,43 @@ export class SQLiteCheckpointer implements Checkpointer {
         for (let i = 0; i < rows.length; i++) this.#insertMessage.run(threadId, actual + i, rows[i]!);
         return next;
       });
+      this.#delete = db.transaction((threadId: string) => {
+        this.#deleteMessages.run(threadId);
+        this.#deleteThread.run(threadId);
+      });
+    } catch (error) {
+      if (this.#owned) this.#db.close();
+      throw toCheckpointError(error, 'open');
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.load} */
+  async load(threadId: string): Promise<CheckpointData | null> {
+    try {
+      checkThreadId(threadId);
+      const read = (): CheckpointData | null => {
+        const found = this.#read.deferred(threadId);
+        if (found === undefined) return null;
+        checkStoredRows(threadId, found.next_seq, found.rows);
+        const messages = found.rows.map(([seq, body]) => decodeMessage(threadId, seq, body));
+        return { messages, extra: decodeExtra(threadId, found.extra), seq: messages.length };
+      };
+      return retryWhileBusy(read, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'load', threadId });
+    } catch (error) {
+      throw toCheckpointError(error, 'load', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.append} */
+  async append(threadId: string, messages: readonly Message[], options?: AppendOptions): Promise<AppendResult> {
+    try {
+      checkThreadId(threadId);
+      const expected = checkExpectedSeq(options);
+      const rows = encodeMessages(threadId, messages);
       // IMMEDIATE: take the write lock before reading next_seq, so no other process can write between the check and
       // the insert (a deferred transaction would fail to upgrade instead of waiting).
-      return { seq: write.immediate() };
+      const write = (): AppendResult => ({ seq: this.#write.immediate(threadId, rows, expected) });
+      return retryWhileBusy(write, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'append', threadId });
     } catch (error) {
       throw toCheckpointError(error, 'append', threadId);
     }
@@ -200,8 +243,12 @@ export class SQLiteCheckpointer implements Checkpointer {
     try {
       checkThreadId(threadId);
       checkExtra(extra);
-      const now = Date.now();
-      this.#upsertExtra.run(threadId, encodeExtra(threadId, extra), now, now);
+      const encoded = encodeExtra(threadId, extra);
+      const write = (): void => {
+        const now = Date.now();
+        this.#upsertExtra.run(threadId, encoded, now, now);
+      };
+      return retryWhileBusy(write, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'saveExtra', threadId });
     } catch (error) {
       throw toCheckpointError(error, 'saveExtra', threadId);
     }
@@ -211,13 +258,15 @@ export class SQLiteCheckpointer implements Checkpointer {
   async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
     try {
       const { limit, before } = checkListOptions(options);
-      return this.#list.all(before ?? Number.MAX_SAFE_INTEGER, limit).map((row) => ({
-        threadId: row.thread_id,
-        messageCount: row.next_seq,
-        createdAt: row.created_at,
-        updatedAt: row.updated_at,
-        cursor: cursorOf(row.id),
-      }));
+      const list = (): ThreadInfo[] =>
+        this.#list.all(before ?? Number.MAX_SAFE_INTEGER, limit).map((row) => ({
+          threadId: row.thread_id,
+          messageCount: row.next_seq,
+          createdAt: row.created_at,
+          updatedAt: row.updated_at,
+          cursor: cursorOf(row.id),
+        }));
+      return retryWhileBusy(list, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'listThreads' });
     } catch (error) {
       throw toCheckpointError(error, 'listThreads');
     }
@@ -227,12 +276,13 @@ export class SQLiteCheckpointer implements Checkpointer {
   async deleteThread(threadId: string): Promise<void> {
     try {
       checkThreadId(threadId);
-      this.#db
-        .transaction(() => {
-          this.#deleteMessages.run(threadId);
-          this.#deleteThread.run(threadId);
-        })
-        .immediate();
+      const remove = (): void => this.#delete.immediate(threadId);
+      return retryWhileBusy(remove, {
+        db: this.#db,
+        limitMs: this.#busyTimeoutMs,
+        operation: 'deleteThread',
+        threadId,
+      });
     } catch (error) {
       throw toCheckpointError(error, 'deleteThread', threadId);
     }
@@ -247,6 +297,15 @@ export class SQLiteCheckpointer implements Checkpointer {
 /** Brings the store to {@link SQLITE_SCHEMA_VERSION}, or refuses a newer one, in one write transaction. */
 function migrate(db: Database.Database, prefix: string): void {
   const versions = `"${prefix}schema_version"`;
+  // A store already at this version (every start but the first) needs no write lock: in WAL this read never waits,
+  // so a process can open the store while another one is writing.
+  const exists = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`);
+  if (
+    exists.get(`${prefix}schema_version`) !== undefined &&
+    db.prepare(`SELECT version FROM ${versions} WHERE id = 1`).pluck().get() === SQLITE_SCHEMA_VERSION
+  ) {
+    return;
+  }
   db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS ${versions} (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`);
     const row = db.prepare<[], { version: unknown }>(`SELECT version FROM ${versions} WHERE id = 1`).get();

@@ -227,6 +227,9 @@ describe('SQLiteCheckpointer on a file', () => {
   it('refuses bad options at construction', () => {
     expect(() => new SQLiteCheckpointer(':memory:', { tablePrefix: 'bad"; DROP' })).toThrow(ConfigurationError);
     expect(() => new SQLiteCheckpointer(':memory:', { synchronous: 'off' as 'full' })).toThrow(ConfigurationError);
+    for (const busyTimeoutMs of [-1, 1.5, NaN, 2 ** 31]) {
+      expect(() => new SQLiteCheckpointer(':memory:', { busyTimeoutMs })).toThrow(ConfigurationError);
+    }
   });
 
   it('wraps a file it cannot open in a CheckpointError', () => {
