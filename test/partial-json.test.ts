@@ -22,6 +22,9 @@ describe('parsePartialJson (previews of streaming tool arguments)', () => {
     ['{"q":"say \\"hi', { q: 'say "hi' }],
     ['{"q":"trailing \\', { q: 'trailing ' }],
     ['{"q":"\\u00e', { q: '' }],
+    // A backslash before `u` that is itself escaped is text, not the start of a `\uXXXX` escape to drop.
+    ['{"path":"C:\\\\u', { path: 'C:\\u' }],
+    ['"C:\\\\u00', 'C:\\u00'],
     ['{"a":{"b":{}},"c":nul', { a: { b: {} } }],
   ])('%j → %j', (text, expected) => {
     expect(parsePartialJson(text)).toEqual(expected);

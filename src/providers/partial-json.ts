@@ -45,17 +45,23 @@ export function parsePartialJson(text: string): unknown {
     } else if (ch === '"') {
       let j = i + 1;
       let escaped = false;
+      let lastEscape = -1;
       for (; j < n; j++) {
         if (escaped) escaped = false;
-        else if (text[j] === '\\') escaped = true;
-        else if (text[j] === '"') break;
+        else if (text[j] === '\\') {
+          escaped = true;
+          lastEscape = j;
+        } else if (text[j] === '"') break;
       }
       const top = stack[stack.length - 1];
       const isKey = top !== undefined && top.close === '}' && top.expectKey;
       if (j >= n) {
         if (isKey) break;
-        // An unterminated string value: drop a dangling escape, then close it.
-        const body = escaped ? text.slice(0, -1) : text.replace(/\\u[0-9a-fA-F]{0,3}$/, '');
+        // An unterminated string value: drop a dangling escape (a lone `\`, or `\u` with fewer than four hex digits),
+        // then close it. Found by the scan, not by a regex on the text's end: in `"C:\\u` the `\u` follows an escaped
+        // backslash, is plain text, and stripping it lost the whole string from the preview.
+        const cutEscape = escaped || (lastEscape >= 0 && text[lastEscape + 1] === 'u' && n - lastEscape < 6);
+        const body = cutEscape ? text.slice(0, lastEscape) : text;
         try {
           return JSON.parse(body + '"' + closers());
         } catch {
