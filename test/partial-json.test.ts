@@ -48,5 +48,8 @@ describe('parseToolArguments (the strict parse at toolcall_end)', () => {
     expect(parseToolArguments('[1]')).toEqual({ ok: false, error: 'expected a JSON object, got an array' });
     expect(parseToolArguments('null')).toEqual({ ok: false, error: 'expected a JSON object, got null' });
     expect(parseToolArguments('"x"')).toEqual({ ok: false, error: 'expected a JSON object, got string' });
+    // Not JSON whitespace (String#trim would strip them), so not "no arguments" either.
+    expect(parseToolArguments('\u00a0').ok).toBe(false);
+    expect(parseToolArguments('\ufeff').ok).toBe(false);
   });
 });

@@ -91,11 +91,13 @@ export type ToolArgumentsParse =
   { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly error: string };
 
 /**
- * The strict parse at `toolcall_end`: the whole text must be one JSON object. An empty text means no arguments
- * (`{}`: Anthropic streams an empty delta for a call without input).
+ * The strict parse at `toolcall_end`: the whole text must be one JSON object. An empty text (or JSON whitespace only)
+ * means no arguments (`{}`: Anthropic streams an empty delta for a call without input).
  */
 export function parseToolArguments(text: string): ToolArgumentsParse {
-  if (text.trim() === '') return { ok: true, value: {} };
+  // JSON's whitespace only: `trim()` also strips U+00A0, U+2028, U+FEFF and the like, which JSON.parse rejects, so a
+  // text of those was taken for "no arguments" instead of being reported invalid.
+  if (/^[ \t\n\r]*$/.test(text)) return { ok: true, value: {} };
   let value: unknown;
   try {
     value = JSON.parse(text);
