@@ -5,8 +5,11 @@ import type { AddressInfo } from 'node:net';
 
 /** One scripted reply, used for the next request that arrives. */
 export type Reply =
-  /** A `text/event-stream` response with this body, written in small pieces so the client's SSE parser reassembles. */
-  | { readonly kind: 'sse'; readonly body: string }
+  /**
+   * A `text/event-stream` response with this body, written in small pieces so the client's SSE parser reassembles:
+   * 97 bytes each, or `pieces` (byte counts, used in turn).
+   */
+  | { readonly kind: 'sse'; readonly body: string; readonly pieces?: readonly number[] }
   /** An HTTP status with a JSON body (an API error) and extra headers (`retry-after`). */
   | {
       readonly kind: 'status';
@@ -83,7 +86,9 @@ export class ReplayServer {
           case 'stall': {
             res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
             const bytes = Buffer.from(reply.body, 'utf8');
+            const pieces = reply.kind === 'sse' ? reply.pieces : undefined;
             let offset = 0;
+            let written = 0;
             const pump = (): void => {
               if (res.destroyed) return;
               if (offset >= bytes.length) {
@@ -91,8 +96,9 @@ export class ReplayServer {
                 else if (reply.kind === 'drop') res.socket?.destroy();
                 return;
               }
-              res.write(bytes.subarray(offset, offset + PIECE));
-              offset += PIECE;
+              const piece = pieces === undefined ? PIECE : pieces[written++ % pieces.length]!;
+              res.write(bytes.subarray(offset, offset + piece));
+              offset += piece;
               setImmediate(pump);
             };
             pump();
