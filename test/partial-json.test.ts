@@ -22,6 +22,9 @@ describe('parsePartialJson (previews of streaming tool arguments)', () => {
     ['{"q":"say \\"hi', { q: 'say "hi' }],
     ['{"q":"trailing \\', { q: 'trailing ' }],
     ['{"q":"\\u00e', { q: '' }],
+    // A backslash before `u` that is itself escaped is text, not the start of a `\uXXXX` escape to drop.
+    ['{"path":"C:\\\\u', { path: 'C:\\u' }],
+    ['"C:\\\\u00', 'C:\\u00'],
     ['{"a":{"b":{}},"c":nul', { a: { b: {} } }],
   ])('%j → %j', (text, expected) => {
     expect(parsePartialJson(text)).toEqual(expected);
@@ -45,5 +48,8 @@ describe('parseToolArguments (the strict parse at toolcall_end)', () => {
     expect(parseToolArguments('[1]')).toEqual({ ok: false, error: 'expected a JSON object, got an array' });
     expect(parseToolArguments('null')).toEqual({ ok: false, error: 'expected a JSON object, got null' });
     expect(parseToolArguments('"x"')).toEqual({ ok: false, error: 'expected a JSON object, got string' });
+    // Not JSON whitespace (String#trim would strip them), so not "no arguments" either.
+    expect(parseToolArguments('\u00a0').ok).toBe(false);
+    expect(parseToolArguments('\ufeff').ok).toBe(false);
   });
 });

@@ -45,17 +45,23 @@ export function parsePartialJson(text: string): unknown {
     } else if (ch === '"') {
       let j = i + 1;
       let escaped = false;
+      let lastEscape = -1;
       for (; j < n; j++) {
         if (escaped) escaped = false;
-        else if (text[j] === '\\') escaped = true;
-        else if (text[j] === '"') break;
+        else if (text[j] === '\\') {
+          escaped = true;
+          lastEscape = j;
+        } else if (text[j] === '"') break;
       }
       const top = stack[stack.length - 1];
       const isKey = top !== undefined && top.close === '}' && top.expectKey;
       if (j >= n) {
         if (isKey) break;
-        // An unterminated string value: drop a dangling escape, then close it.
-        const body = escaped ? text.slice(0, -1) : text.replace(/\\u[0-9a-fA-F]{0,3}$/, '');
+        // An unterminated string value: drop a dangling escape (a lone `\`, or `\u` with fewer than four hex digits),
+        // then close it. Found by the scan, not by a regex on the text's end: in `"C:\\u` the `\u` follows an escaped
+        // backslash, is plain text, and stripping it lost the whole string from the preview.
+        const cutEscape = escaped || (lastEscape >= 0 && text[lastEscape + 1] === 'u' && n - lastEscape < 6);
+        const body = cutEscape ? text.slice(0, lastEscape) : text;
         try {
           return JSON.parse(body + '"' + closers());
         } catch {
@@ -85,11 +91,13 @@ export type ToolArgumentsParse =
   { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly error: string };
 
 /**
- * The strict parse at `toolcall_end`: the whole text must be one JSON object. An empty text means no arguments
- * (`{}`: Anthropic streams an empty delta for a call without input).
+ * The strict parse at `toolcall_end`: the whole text must be one JSON object. An empty text (or JSON whitespace only)
+ * means no arguments (`{}`: Anthropic streams an empty delta for a call without input).
  */
 export function parseToolArguments(text: string): ToolArgumentsParse {
-  if (text.trim() === '') return { ok: true, value: {} };
+  // JSON's whitespace only: `trim()` also strips U+00A0, U+2028, U+FEFF and the like, which JSON.parse rejects, so a
+  // text of those was taken for "no arguments" instead of being reported invalid.
+  if (/^[ \t\n\r]*$/.test(text)) return { ok: true, value: {} };
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -6,10 +6,16 @@ import type { AddressInfo } from 'node:net';
 /** One scripted reply, used for the next request that arrives. */
 export type Reply =
   /**
-   * A `text/event-stream` response with this body, written in small pieces so the client's SSE parser reassembles;
-   * with `eventGapMs`, one SSE event at a time, that long apart (a slow model).
+   * A `text/event-stream` response with this body, written in small pieces so the client's SSE parser reassembles:
+   * 97 bytes each, or `pieces` (byte counts, used in turn); with `eventGapMs`, one SSE event at a time, that long
+   * apart (a slow model).
    */
-  | { readonly kind: 'sse'; readonly body: string; readonly eventGapMs?: number }
+  | {
+      readonly kind: 'sse';
+      readonly body: string;
+      readonly pieces?: readonly number[];
+      readonly eventGapMs?: number;
+    }
   /** An HTTP status with a JSON body (an API error) and extra headers (`retry-after`). */
   | {
       readonly kind: 'status';
@@ -98,7 +104,9 @@ export class ReplayServer {
               return;
             }
             const bytes = Buffer.from(reply.body, 'utf8');
+            const pieces = reply.kind === 'sse' ? reply.pieces : undefined;
             let offset = 0;
+            let written = 0;
             const pump = (): void => {
               if (res.destroyed) return;
               if (offset >= bytes.length) {
@@ -106,8 +114,9 @@ export class ReplayServer {
                 else if (reply.kind === 'drop') res.socket?.destroy();
                 return;
               }
-              res.write(bytes.subarray(offset, offset + PIECE));
-              offset += PIECE;
+              const piece = pieces === undefined ? PIECE : pieces[written++ % pieces.length]!;
+              res.write(bytes.subarray(offset, offset + piece));
+              offset += piece;
               setImmediate(pump);
             };
             pump();
