@@ -3,15 +3,11 @@
  * time is an Observable.
  * @module
  */
-export {
-  Agent,
-  resolveModel,
-  type AgentListener,
-  type AgentOptions,
-  type AgentState,
-  type QueueMode,
-  type RunOptions,
-} from './agent/agent.js';
+export { Agent, type AgentListener } from './agent/agent.js';
+export type { AgentOptions, RunOptions } from './agent/agent-options.js';
+export type { AgentState } from './agent/agent-state.js';
+export type { QueueMode } from './agent/message-queues.js';
+export { resolveModel } from './agent/resolve-model.js';
 export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.js';
 export type { RunSettings } from './agent/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
