@@ -16,9 +16,9 @@ import {
   type ObservableInput,
   type ObservableNotification,
 } from 'rxjs';
-import { encodeExtra } from '../src/checkpoint/row-codec.js';
+import { encodeExtra } from '../src/types/row-codec.js';
 import { canonicalJson } from '../src/types/messages.js';
-import { toCheckpointError } from '../src/checkpoint/to-checkpoint-error.js';
+import { toCheckpointError } from '../src/types/to-checkpoint-error.js';
 import type { AgentEvent } from '../src/types/agent-events.js';
 import { CheckpointError, type CheckpointOperation } from '../src/types/errors.js';
 import type { Message } from '../src/types/messages.js';

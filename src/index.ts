@@ -65,6 +65,7 @@ export {
   type StructuredOutputOptions,
 } from './middleware/structured-output.js';
 export { ToolCallLimit, type ToolCallLimitOptions } from './middleware/tool-call-limit.js';
+export type { HookContext } from './middleware/hook-context.js';
 export {
   HOOK_NAMES,
   type AfterToolCallContext,
@@ -72,7 +73,6 @@ export {
   type AgentHooks,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
-  type HookContext,
   type HookResult,
   type Middleware,
   type TurnAction,

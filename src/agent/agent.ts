@@ -11,7 +11,7 @@ import { composeMiddleware, type MiddlewareDescription } from '../middleware/com
 import type { AgentEvent } from '../types/agent-events.js';
 import { AgentBusyError, InvalidStateError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
-import { isPromiseLike } from './drive.js';
+import { isPromiseLike } from '../types/is-promise-like.js';
 import {
   initialMessages,
   pickHooks,

@@ -14,9 +14,9 @@ import type {
   ThreadInfo,
 } from './checkpointer.js';
 import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
-import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from './row-codec.js';
+import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
 import { checkStoredRows } from './check-stored-rows.js';
-import { toCheckpointError } from './to-checkpoint-error.js';
+import { toCheckpointError } from '../types/to-checkpoint-error.js';
 import { retryWhileBusy } from './retry-while-busy.js';
 
 export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThreadsOptions, ThreadInfo };
