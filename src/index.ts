@@ -11,9 +11,10 @@ export { resolveModel } from './agent/resolve-model.js';
 export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.js';
 export type { RunSettings } from './agent/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
+// The rest of the provider kit (fromSdkStream, error classification, the argument parsers) is `cubepi/providers/kit`;
+// the assembler stays here too, where providers written before the kit import it from.
 export { MessageAssembler, type MessageAssemblerInit } from './providers/message-assembler.js';
 export { findModel, MODELS, modelPricing, sameModel } from './providers/model-table.js';
-export { parsePartialJson, parseToolArguments, type ToolArgumentsParse } from './providers/partial-json.js';
 export {
   composeMiddleware,
   EXPLICIT_HOOKS_NAME,

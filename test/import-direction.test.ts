@@ -172,7 +172,7 @@ describe('import direction', () => {
     expect(circles).toEqual([]);
   });
 
-  it.each(['src/index.ts', 'operators/index.ts'])(
+  it.each(['src/index.ts', 'operators/index.ts', 'src/providers/kit.ts'])(
     '%s reaches no node: module and no vendor SDK (it runs in browsers and edge runtimes)',
     (entry) => {
       const reached = [...closure(entry)].flatMap((path) =>
