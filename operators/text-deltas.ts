@@ -1,6 +1,6 @@
-import { mergeMap, type OperatorFunction } from 'rxjs';
+import { filter, map, pipe, type OperatorFunction } from 'rxjs';
 import type { AgentEvent } from '../src/types/agent-events.js';
-import type { StreamEvent } from '../src/types/stream-events.js';
+import type { StreamEvent, TextDeltaEvent, ThinkingDeltaEvent } from '../src/types/stream-events.js';
 
 /**
  * The text the model streams, delta by delta: from agent events (`message_update` carrying a `text_delta`) or
@@ -24,9 +24,16 @@ export function thinkingDeltas(): OperatorFunction<AgentEvent | StreamEvent, str
   return deltasOf('thinking_delta');
 }
 
+// `filter` then `map`, not a `mergeMap` to a one- or zero-element array: this runs once per token, and an inner
+// subscription to an array per event costs several times what a predicate and a projection do.
 function deltasOf(type: 'text_delta' | 'thinking_delta'): OperatorFunction<AgentEvent | StreamEvent, string> {
-  return mergeMap((event) => {
-    const stream = event.type === 'message_update' ? event.streamEvent : event;
-    return stream.type === type ? [stream.delta] : [];
-  });
+  return pipe(
+    filter((event) => streamEventOf(event).type === type),
+    map((event) => (streamEventOf(event) as TextDeltaEvent | ThinkingDeltaEvent).delta),
+  );
+}
+
+/** The stream event an agent event carries (`message_update`), or the stream event itself. */
+function streamEventOf(event: AgentEvent | StreamEvent): AgentEvent | StreamEvent {
+  return event.type === 'message_update' ? event.streamEvent : event;
 }

@@ -3,21 +3,18 @@
  * time is an Observable.
  * @module
  */
-export {
-  Agent,
-  resolveModel,
-  type AgentListener,
-  type AgentOptions,
-  type AgentState,
-  type QueueMode,
-  type RunOptions,
-} from './agent/agent.js';
+export { Agent, type AgentListener } from './agent/agent.js';
+export type { AgentOptions, RunOptions } from './agent/agent-options.js';
+export type { AgentState } from './agent/agent-state.js';
+export type { QueueMode } from './agent/message-queues.js';
+export { resolveModel } from './agent/resolve-model.js';
 export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.js';
 export type { RunSettings } from './agent/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
+// The rest of the provider kit (fromSdkStream, error classification, the argument parsers) is `cubepi/providers/kit`;
+// the assembler stays here too, where providers written before the kit import it from.
 export { MessageAssembler, type MessageAssemblerInit } from './providers/message-assembler.js';
 export { findModel, MODELS, modelPricing, sameModel } from './providers/model-table.js';
-export { parsePartialJson, parseToolArguments, type ToolArgumentsParse } from './providers/partial-json.js';
 export {
   composeMiddleware,
   EXPLICIT_HOOKS_NAME,
@@ -69,6 +66,7 @@ export {
   type StructuredOutputOptions,
 } from './middleware/structured-output.js';
 export { ToolCallLimit, type ToolCallLimitOptions } from './middleware/tool-call-limit.js';
+export type { HookContext } from './middleware/hook-context.js';
 export {
   HOOK_NAMES,
   type AfterToolCallContext,
@@ -76,7 +74,6 @@ export {
   type AgentHooks,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
-  type HookContext,
   type HookResult,
   type Middleware,
   type TurnAction,

@@ -48,15 +48,22 @@ describe('package entry points', () => {
     const script = `
       const anthropic = await import('cubepi/providers/anthropic');
       const openai = await import('cubepi/providers/openai');
-      console.log(JSON.stringify([typeof anthropic.AnthropicProvider, typeof openai.OpenAIProvider, typeof openai.OpenAIResponsesProvider]));`;
+      const kit = await import('cubepi/providers/kit');
+      console.log(JSON.stringify([typeof anthropic.AnthropicProvider, typeof openai.OpenAIProvider, typeof openai.OpenAIResponsesProvider,
+        ...['fromSdkStream', 'stallTimeouts', 'MessageAssembler', 'classifyError', 'classifyErrorCode', 'parseRetryAfter', 'parsePartialJson', 'parseToolArguments'].map((k) => typeof kit[k]),
+        typeof kit.DEFAULT_STALL_TIMEOUT_MS, typeof kit.DEFAULT_REASONING_STALL_TIMEOUT_MS]));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
-    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function']);
-    for (const types of ['dist/src/providers/anthropic.d.ts', 'dist/src/providers/openai.d.ts']) {
+    expect(JSON.parse(stdout)).toEqual([...Array<string>(11).fill('function'), 'number', 'number']);
+    for (const types of [
+      'dist/src/providers/anthropic.d.ts',
+      'dist/src/providers/openai.d.ts',
+      'dist/src/providers/kit.d.ts',
+    ]) {
       expect(existsSync(`${root}/${types}`), types).toBe(true);
     }
   });
 
-  it('keeps vendor SDKs and database drivers out of the core entry points', async () => {
+  it('keeps vendor SDKs and database drivers out of the core entry points and the provider kit', async () => {
     // A resolve hook records every bare specifier the three entry points pull in, however deep.
     const dir = mkdtempSync(join(tmpdir(), 'cubepi-imports-'));
     writeFileSync(
@@ -70,7 +77,7 @@ describe('package entry points', () => {
       join(dir, 'register.mjs'),
       `import { register } from 'node:module'; register(${JSON.stringify(pathToFileURL(join(dir, 'hooks.mjs')).href)});`,
     );
-    const script = `await import('cubepi'); await import('cubepi/operators'); await import('cubepi/testing');`;
+    const script = `await import('cubepi'); await import('cubepi/operators'); await import('cubepi/testing'); await import('cubepi/providers/kit');`;
     const { stderr } = await run(
       process.execPath,
       ['--import', pathToFileURL(join(dir, 'register.mjs')).href, '--input-type=module', '-e', script],

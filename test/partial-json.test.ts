@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePartialJson, parseToolArguments } from 'cubepi';
+import { parsePartialJson, parseToolArguments } from 'cubepi/providers/kit';
 
 describe('parsePartialJson (previews of streaming tool arguments)', () => {
   it.each([

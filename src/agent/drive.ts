@@ -13,6 +13,7 @@
  * @module
  */
 import { Observable, type Subscription } from 'rxjs';
+import { isPromiseLike } from '../types/is-promise-like.js';
 
 /** What a generator yields: something to wait for, with the value to resume with when an Observable emits nothing. */
 export interface Suspension {
@@ -48,14 +49,8 @@ export function wait<T, F = T>(
   return { source, fallback, onNext: onNext as ((value: unknown) => void) | undefined, resumeOnAbort };
 }
 
-/** Whether a value is a thenable. */
-export function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return (
-    value !== null &&
-    (typeof value === 'object' || typeof value === 'function') &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
-}
+// Re-exported for the loop's files that import it from here (its home is src/types, where middleware can reach it).
+export { isPromiseLike };
 
 /** How a driven generator ends. */
 export interface DriveHandlers<T> {

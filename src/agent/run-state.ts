@@ -5,7 +5,8 @@
 import { checkAnswer, type HookAnswers } from '../middleware/check-answer.js';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import { hashInput } from '../middleware/hash-input.js';
-import type { AgentHooks, HookContext, HookResult } from '../middleware/types.js';
+import type { HookContext } from '../middleware/hook-context.js';
+import type { AgentHooks, HookResult } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import type { ToolCall } from '../types/content.js';
 import { errorMessageOf, HookError, type HookName } from '../types/errors.js';
@@ -15,7 +16,8 @@ import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AgentToolResult, AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
 import { EMPTY_USAGE } from '../types/usage.js';
 import { isObservable } from 'rxjs';
-import { isPromiseLike, wait, type Op } from './drive.js';
+import { isPromiseLike } from '../types/is-promise-like.js';
+import { wait, type Op } from './drive.js';
 
 /** One tool call's final outcome. */
 export interface CallOutcome {

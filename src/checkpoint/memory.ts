@@ -9,8 +9,8 @@ import type {
   ThreadInfo,
 } from './checkpointer.js';
 import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
-import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from './row-codec.js';
-import { toCheckpointError } from './to-checkpoint-error.js';
+import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
+import { toCheckpointError } from '../types/to-checkpoint-error.js';
 
 interface StoredThread {
   /** Creation order: 1, 2, … never reused (the list cursor). */

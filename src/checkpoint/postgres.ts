@@ -15,8 +15,8 @@ import type {
 } from './checkpointer.js';
 import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
 import { checkStoredRows } from './check-stored-rows.js';
-import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from './row-codec.js';
-import { toCheckpointError } from './to-checkpoint-error.js';
+import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
+import { toCheckpointError } from '../types/to-checkpoint-error.js';
 
 export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThreadsOptions, ThreadInfo };
 

@@ -1,5 +1,5 @@
 import { CheckpointError, type CheckpointOperation } from '../types/errors.js';
-import { toCheckpointError } from './to-checkpoint-error.js';
+import { toCheckpointError } from '../types/to-checkpoint-error.js';
 
 /** Where {@link retryWhileBusy} runs, and how long it may wait. */
 export interface BusyRetry {

@@ -14,9 +14,9 @@ import type {
   ThreadInfo,
 } from './checkpointer.js';
 import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
-import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from './row-codec.js';
+import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
 import { checkStoredRows } from './check-stored-rows.js';
-import { toCheckpointError } from './to-checkpoint-error.js';
+import { toCheckpointError } from '../types/to-checkpoint-error.js';
 import { retryWhileBusy } from './retry-while-busy.js';
 
 export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThreadsOptions, ThreadInfo };
@@ -88,7 +88,7 @@ type ListRow = { id: number; thread_id: string; next_seq: number; created_at: nu
  *   thread's `next_seq`, the new rows, and the counter update — its cost does not depend on the thread's length.
  *   Appends take the write lock at their start (`BEGIN IMMEDIATE`), so `expectedSeq` holds across processes.
  * - better-sqlite3 is synchronous: a call that finds the database free runs to completion on the calling thread
- *   (the returned Promise is already settled), so one append costs a few tens of microseconds plus, with
+ *   (the returned Promise is already settled), so one append costs its own statements plus, with
  *   `synchronous: 'full'`, an fsync. A call that finds it locked by another connection does not wait on the thread:
  *   it is tried again on later turns of the event loop, with backoff, for up to `busyTimeoutMs` (default 5 s), so
  *   the other agents of the process keep running meanwhile. The constructor is synchronous: when it must create or

@@ -3,7 +3,7 @@
  * @module
  */
 import { defer, from, of, switchMap, tap, type Observable } from 'rxjs';
-import { isPromiseLike } from '../agent/drive.js';
+import { isPromiseLike } from '../types/is-promise-like.js';
 import { canonicalJson, type AssistantMessage } from '../types/messages.js';
 import { sha256Hex } from './sha256.js';
 import type { StreamEvent } from '../types/stream-events.js';

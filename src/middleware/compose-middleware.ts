@@ -9,7 +9,7 @@ import { lastHookWins } from '../../operators/last-hook-wins.js';
 import { mergeToolResultPatch, mergeToolResults } from '../../operators/merge-tool-results.js';
 import { mergeTurnAction, mergeTurnActions, type MergedTurnAction } from '../../operators/merge-turn-actions.js';
 import { stopWhenAny } from '../../operators/stop-when-any.js';
-import { isPromiseLike } from '../agent/drive.js';
+import { isPromiseLike } from '../types/is-promise-like.js';
 import { ConfigurationError, HookError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import { checkAnswer, type HookAnswers } from './check-answer.js';

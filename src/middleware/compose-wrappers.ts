@@ -214,7 +214,8 @@ function layer<TRequest, TValue, TContext>(
   // The wrapper is called at subscription. What it returns is subscribed with the caller's subscriber, through `tap`
   // (only for "once": completing without calling `next` is an error) and `catchError` (a failure becomes a HookError
   // naming this layer): two operator subscribers per layer on every event of the call, and on every call no more
-  // than that (the completion check used to be a `concatWith`, whose merge machinery cost each call 10–20 µs here).
+  // than that (the completion check used to be a `concatWith`, whose merge machinery was set up on every call: see
+  // "Wrapper cost" in bench/RESULTS.md).
   return new Observable<TValue>((subscriber) => {
     let calls = 0;
     const limit = wrapper.nextCalls === 'many' ? Infinity : 1;

@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import { ConfigurationError } from '../types/errors.js';
 import { textOf, userMessage, type AssistantMessage, type Message } from '../types/messages.js';
-import type { HookContext, Middleware, TurnAction } from './types.js';
+import type { HookContext } from './hook-context.js';
+import type { Middleware, TurnAction } from './types.js';
 
 /** Options of {@link StructuredOutput}. */
 export interface StructuredOutputOptions {

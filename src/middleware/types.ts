@@ -5,9 +5,12 @@
 import type { Observable } from 'rxjs';
 import type { ToolCall, ToolResultContent } from '../types/content.js';
 import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
-import type { Model } from '../types/model.js';
-import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
+import type { AgentToolResult } from '../types/tool.js';
+import type { HookContext } from './hook-context.js';
 import type { Wrappers } from './wrapper-types.js';
+
+// The context every hook gets lives in its own file, which wrapper-types.ts shares without importing this one.
+export type { HookContext } from './hook-context.js';
 
 /**
  * What a hook may return: a value, a Promise, or an Observable whose **last** value counts (an Observable that
@@ -15,25 +18,6 @@ import type { Wrappers } from './wrapper-types.js';
  * A plain value costs nothing extra: only a Promise is awaited and only an Observable is subscribed.
  */
 export type HookResult<T> = T | PromiseLike<T> | Observable<T>;
-
-/** What every hook is told about the run it is part of. */
-export interface HookContext {
-  readonly runId: string;
-  /** The turn (model call) this hook belongs to, from 0. */
-  readonly turnIndex: number;
-  readonly threadId?: string;
-  readonly model: Model;
-  readonly systemPrompt: string;
-  readonly tools: readonly AnyAgentTool[];
-  /** The stored transcript so far. Read-only: hooks change what the model receives, never the transcript. */
-  readonly messages: readonly Message[];
-  /** The agent's extra state (persisted with the thread by a checkpointer). */
-  readonly extra: Record<string, unknown>;
-  /** Aborts when the run is cancelled; a long hook should stop when it fires. */
-  readonly signal: AbortSignal;
-  /** When the run's deadline passes (milliseconds since the epoch), if it has one. */
-  readonly deadlineAt?: number;
-}
 
 /** The context of `beforeToolCall`. `context` is the turn's {@link HookContext} (whose fields this one repeats). */
 export interface BeforeToolCallContext extends HookContext {

@@ -9,7 +9,7 @@ import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice, ToolDefinition } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
-import type { HookContext } from './types.js';
+import type { HookContext } from './hook-context.js';
 
 /**
  * Where a wrapper sits in the onion, outermost first: `observe` (tracing, metrics) → `guard` (policies, budgets) →

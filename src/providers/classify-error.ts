@@ -9,7 +9,9 @@ import { parseRetryAfter, type HeadersLike } from './parse-retry-after.js';
 /** A failed call, classified: what the terminal `error` event carries. */
 export interface ErrorClassification {
   readonly kind: ProviderErrorKind;
+  /** A short message for `errorMessage`, naming the HTTP status and the API's error code when there were some. */
   readonly message: string;
+  /** How long the API asked to wait before a retry, when it said (see {@link parseRetryAfter}). */
   readonly retryAfterMs?: number;
 }
 
@@ -17,17 +19,29 @@ export interface ErrorClassification {
 type ErrorClass = abstract new (...args: never[]) => Error;
 
 /**
- * The three error classes of a Stainless-generated SDK (`@anthropic-ai/sdk` and `openai` share the shape). They are
- * passed in by the provider module, so this file loads neither SDK.
+ * The error classes {@link classifyError} tells apart: those of a Stainless-generated SDK (`@anthropic-ai/sdk`,
+ * `openai` and others share the shape), or your own. They are passed in by the provider module, so the kit loads no
+ * SDK.
+ *
+ * - `APIError`: an error of the API. Its instances are read for `status` (the HTTP status; absent for an error event
+ *   inside a stream), `headers` (a `Headers` or a plain record, for `retry-after-ms` / `retry-after`) and `error`
+ *   (the response body: `{ type | code, message }`, possibly nested under `error`).
+ * - `APIConnectionError` (optional): no connection, or one lost; classified `unavailable` even when it subclasses
+ *   `APIError`.
+ * - `APIUserAbortError` (optional): the request was aborted; classified `aborted` even when it subclasses `APIError`.
+ *
+ * A provider over plain `fetch` needs only `APIError` (a class of its own for non-2xx responses): fetch's own
+ * failures, a DOM `AbortError` and a refused or reset connection, are recognised without a class.
  */
 export interface SdkErrorClasses {
   readonly APIError: ErrorClass;
-  readonly APIConnectionError: ErrorClass;
-  readonly APIUserAbortError: ErrorClass;
+  readonly APIConnectionError?: ErrorClass;
+  readonly APIUserAbortError?: ErrorClass;
 }
 
 /**
- * Classifies a failure of a model call (see `ProviderErrorKind`):
+ * Classifies a failure of a model call (see `ProviderErrorKind`): what {@link fromSdkStream} does with whatever `open`
+ * or the wire iterator threw. Call it yourself when you build a stream without `fromSdkStream`.
  *
  * - a user abort (`APIUserAbortError`, a DOM `AbortError`) → `aborted`;
  * - no connection, a connection reset mid-stream, a timeout → `unavailable`;
@@ -39,13 +53,18 @@ export interface SdkErrorClasses {
  * - no credential found before sending → `auth`;
  * - a chunk that is not JSON → `unknown` ("malformed chunk"); anything else → `unknown`.
  *
- * Never throws.
+ * Never throws. The message is short and says where it comes from (`HTTP 429 rate_limit_error: …`), at most 500
+ * characters of the API's own message.
+ *
+ * @example
+ * const { kind, message, retryAfterMs } = classifyError(error, { APIError, APIConnectionError, APIUserAbortError });
+ * subscriber.next(asm.error(kind, message, retryAfterMs));
  */
 export function classifyError(error: unknown, sdk: SdkErrorClasses): ErrorClassification {
   // Both abort and connection errors subclass APIError in these SDKs: test them first.
-  if (error instanceof sdk.APIUserAbortError || isAbortError(error))
+  if ((sdk.APIUserAbortError !== undefined && error instanceof sdk.APIUserAbortError) || isAbortError(error))
     return { kind: 'aborted', message: 'Request aborted' };
-  if (error instanceof sdk.APIConnectionError) {
+  if (sdk.APIConnectionError !== undefined && error instanceof sdk.APIConnectionError) {
     const cause = (error as { cause?: unknown }).cause;
     return { kind: 'unavailable', message: `Connection error: ${errorMessageOf(cause ?? error)}` };
   }
@@ -77,7 +96,13 @@ export function classifyError(error: unknown, sdk: SdkErrorClasses): ErrorClassi
 
 /**
  * Classifies an error reported by type or code rather than by HTTP status: an `error` event inside a stream, an
- * OpenAI Responses `response.failed`. Unknown codes are `unknown`.
+ * OpenAI Responses `response.failed`. Knows the codes of the Anthropic and OpenAI APIs (`rate_limit_error`,
+ * `overloaded_error`, `context_length_exceeded`, `insufficient_quota`, …); an unknown code is `unknown`, or
+ * `context_overflow` when `message` says the prompt did not fit. Never throws.
+ *
+ * @example
+ * // in a WireMapper, for an error event of the wire
+ * return asm.error(classifyErrorCode(event.error.code, event.error.message), event.error.message);
  */
 export function classifyErrorCode(code: string | undefined, message = ''): ProviderErrorKind {
   switch (code) {

@@ -1,5 +1,6 @@
 /**
  * The one skeleton every SDK-backed provider shares: a request as a cold, cancellable Observable of stream events.
+ * Part of the provider kit (`cubepi/providers/kit`): it loads no SDK and no `node:` module.
  * @module
  */
 import { Observable } from 'rxjs';
@@ -10,18 +11,37 @@ import { classifyError, type SdkErrorClasses } from './classify-error.js';
 import { MessageAssembler } from './message-assembler.js';
 
 /**
- * Maps one API's wire events onto {@link MessageAssembler} calls. A fresh mapper serves each request; the provider
- * files implement only this, the skeleton ({@link fromSdkStream}) does the rest.
+ * Maps one API's wire events onto {@link MessageAssembler} calls: the only part of a provider that knows its wire.
+ * A fresh mapper serves each request (built by {@link SdkStreamSpec.mapper} with that request's assembler); the
+ * skeleton ({@link fromSdkStream}) does the rest: the request, cancellation, stall limits, classification.
+ *
+ * Its methods are called synchronously, one wire event at a time, in order. A method that throws (a wire event it
+ * cannot place, an assembler call for a block that does not exist) ends the stream with an `error` event of kind
+ * `unknown` ("Unexpected <api> stream event: …") keeping the content so far; the caller's run goes on.
+ *
+ * @example
+ * const mapper = (asm: MessageAssembler): WireMapper<WireEvent> => ({
+ *   map(event, emit) {
+ *     if (event.type === 'text') emit(asm.textDelta(0, event.text));
+ *     return event.type === 'end' ? asm.done('stop') : undefined;
+ *   },
+ *   end: () => asm.error('unavailable', 'The stream ended before its end event (truncated response)'),
+ * });
  */
 export interface WireMapper<TEvent> {
   /** Reads ids from the first wire event (response id, precise model), just before `start` is emitted. */
   identify?(event: TEvent): void;
   /**
-   * Maps one wire event, passing the stream events it produces to `emit`. Returns the terminal event when the wire
-   * says the response is over (then the stream ends without reading further).
+   * Maps one wire event, passing the stream events it produces to `emit` (built with the assembler: `asm.startText()`,
+   * `asm.textDelta(i, d)`, …). Returns the terminal event (`asm.done(…)` or `asm.error(…)`) when the wire says the
+   * response is over: then the stream ends, the rest of the wire is not read and the connection is released.
+   * Ignore event types you do not know (return `undefined`): APIs add them.
    */
   map(event: TEvent, emit: (event: StreamEvent) => void): TerminalStreamEvent | undefined;
-  /** The wire ended cleanly without `map` returning a terminal event: the terminal event to emit. */
+  /**
+   * The wire ended cleanly without `map` returning a terminal event: the terminal event to emit. Usually an `error`
+   * of kind `unavailable` (a truncated response), unless the API has no end event of its own.
+   */
   end(): TerminalStreamEvent;
 }
 
@@ -35,11 +55,17 @@ export interface SdkStreamSpec<TEvent> {
   readonly api: string;
   /** The caller's `StreamOptions.signal`. */
   readonly signal?: AbortSignal;
-  /** Sends the request with `signal`; resolves once the response headers arrived, to the stream of wire events. */
+  /**
+   * Sends the request with `signal` (pass it to the SDK or to `fetch`: it aborts on unsubscribe, on the caller's
+   * signal and on a stall); resolves once the response headers arrived, to the wire events. Called once, at
+   * subscription. A rejection, or an error thrown by the iterator, is classified with `errors` and ends the stream
+   * with an `error` event. Once `signal` aborted, how the iterator ends (quietly or by throwing) does not matter: the
+   * skeleton checks the signal itself. The iterator's `return()` is called when the stream stops reading early.
+   */
   readonly open: (signal: AbortSignal) => PromiseLike<AsyncIterable<TEvent>>;
-  /** A mapper for this request, writing into `asm`. */
+  /** A mapper for this request, writing into `asm` (the assembler of this request). */
   readonly mapper: (asm: MessageAssembler) => WireMapper<TEvent>;
-  /** The SDK's error classes, to classify what it throws. */
+  /** The SDK's error classes (or your own), to classify what `open` and the iterator throw ({@link classifyError}). */
   readonly errors: SdkErrorClasses;
   /**
    * Stall limits in milliseconds ({@link stallTimeouts} resolves them from the request's `StreamOptions` and the
@@ -51,7 +77,9 @@ export interface SdkStreamSpec<TEvent> {
 
 /** The stall limits of one request, in milliseconds; `Infinity` turns one off. */
 export interface StallTimeouts {
+  /** From subscribing (the request sent) to the first wire event. */
   readonly firstEventMs: number;
+  /** Between two wire events once the first one came. */
   readonly idleMs: number;
 }
 
@@ -117,7 +145,20 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  *   previous one) aborts the request and ends the stream with an `error` event of kind `timeout`, keeping what was
  *   received: the SDKs' own timeout covers only the wait for the response headers.
  *
- * Used by every built-in SDK provider; handy for a provider of your own over another Stainless-style SDK.
+ * Used by every built-in SDK provider, and exported (`cubepi/providers/kit`) for yours: over another Stainless-style
+ * SDK, or over plain `fetch` and server-sent events. See docs/provider-kit.md for a complete provider.
+ *
+ * @example
+ * stream(model, messages, request = {}) {
+ *   return fromSdkStream({
+ *     provider: this.id, model: model.id, api: 'Acme',
+ *     signal: request.options?.signal,
+ *     timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
+ *     open: (signal) => client.chat.create({ ...toAcmeRequest(model, messages, request), stream: true }, { signal }),
+ *     mapper: (asm) => acmeWireMapper(asm, model),
+ *     errors: { APIError, APIConnectionError, APIUserAbortError },
+ *   });
+ * }
  */
 export function fromSdkStream<TEvent>(spec: SdkStreamSpec<TEvent>): Observable<StreamEvent> {
   return new Observable<StreamEvent>((subscriber) => {

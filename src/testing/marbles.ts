@@ -14,7 +14,7 @@ import {
   type OperatorFunction,
 } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
-import { isPromiseLike } from '../agent/drive.js';
+import { isPromiseLike } from '../types/is-promise-like.js';
 import { runAgentLoop } from '../agent/run-agent-loop.js';
 import { composeMiddleware } from '../middleware/compose-middleware.js';
 import type { AgentHooks, Middleware, TurnEndContext } from '../middleware/types.js';

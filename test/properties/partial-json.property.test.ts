@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
-import { parsePartialJson } from 'cubepi';
+import { parsePartialJson } from 'cubepi/providers/kit';
 import { garbage, indent, jsonValue, textsOf } from './json-arbitraries.js';
 
 const RUNS = 10_000;

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
-import { parseToolArguments } from 'cubepi';
+import { parseToolArguments } from 'cubepi/providers/kit';
 import { garbage, indent, textsOf, toolArguments } from './json-arbitraries.js';
 
 const RUNS = 10_000;

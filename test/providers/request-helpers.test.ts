@@ -8,15 +8,16 @@ import {
   type Message,
   type ToolResultMessage,
 } from 'cubepi';
-// Internal helpers: not part of the public API.
-import { classifyError, classifyErrorCode } from '../../src/providers/classify-error.js';
 import {
+  classifyError,
+  classifyErrorCode,
   DEFAULT_REASONING_STALL_TIMEOUT_MS,
   DEFAULT_STALL_TIMEOUT_MS,
+  parseRetryAfter,
   stallTimeouts,
-} from '../../src/providers/from-sdk-stream.js';
+} from 'cubepi/providers/kit';
+// Internal helpers: not part of the public API.
 import { normalizeToolCallId } from '../../src/providers/normalize-tool-call-id.js';
-import { parseRetryAfter } from '../../src/providers/parse-retry-after.js';
 import { MISSING_TOOL_RESULT, transformMessages } from '../../src/providers/transform-messages.js';
 
 const assistant = (content: AssistantMessage['content'], extra: Partial<AssistantMessage> = {}): AssistantMessage => ({
@@ -172,6 +173,25 @@ describe('classifyError', () => {
       message: 'Connection lost: terminated (other side closed)',
     });
     expect(classifyError(new SyntaxError('Unexpected end of JSON input'), sdk).kind).toBe('unknown');
+  });
+
+  it('needs only APIError for a provider over fetch: aborts and lost connections are recognised without a class', () => {
+    const onlyApiError = { APIError };
+    expect(classifyError(new DOMException('This operation was aborted', 'AbortError'), onlyApiError).kind).toBe(
+      'aborted',
+    );
+    const refused = new TypeError('fetch failed', {
+      cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }),
+    });
+    expect(classifyError(refused, onlyApiError).kind).toBe('unavailable');
+    const limited = new APIError(429, { error: { code: 'rate_limit_exceeded', message: 'slow down' } }, '429', {
+      'retry-after': '2',
+    } as unknown as Headers);
+    expect(classifyError(limited, onlyApiError)).toEqual({
+      kind: 'rate_limited',
+      message: 'HTTP 429 rate_limit_exceeded: slow down',
+      retryAfterMs: 2000,
+    });
   });
 
   it('classifies insufficient_quota as bad_request even on a 429 (waiting does not fix it)', () => {

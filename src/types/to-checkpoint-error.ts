@@ -1,4 +1,9 @@
-import { CheckpointError, CubepiError, type CheckpointOperation } from '../types/errors.js';
+/**
+ * Typing what a checkpoint operation threw. In `src/types`, below its users: the checkpoint backends and the
+ * checkpoint sink operator (`appendToCheckpoint`).
+ * @module
+ */
+import { CheckpointError, CubepiError, type CheckpointOperation } from './errors.js';
 
 /**
  * The typed error for anything thrown inside a checkpointer operation: cubepi's own errors (a conflict, a

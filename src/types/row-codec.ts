@@ -5,10 +5,13 @@
  * so the same message is stored as the same bytes whatever key order it was built with, and what comes back is
  * that same JSON value with its keys in that same sorted order, whichever backend stored it (a JSONB column
  * reorders keys: the PostgreSQL backend sorts them again, {@link canonicalCopy}).
+ *
+ * It lives in `src/types`, below both of its users: the checkpoint backends (`src/checkpoint`) and the checkpoint
+ * sink operator (`operators/append-to-checkpoint.ts`), which encodes `extra` as the backends store it.
  * @module
  */
-import { CheckpointCorruptionError, CheckpointError, InvalidInputError } from '../types/errors.js';
-import { canonicalJson, type Message } from '../types/messages.js';
+import { CheckpointCorruptionError, CheckpointError, InvalidInputError } from './errors.js';
+import { canonicalJson, type Message } from './messages.js';
 
 const ROLES: ReadonlySet<unknown> = new Set(['user', 'assistant', 'toolResult']);
 

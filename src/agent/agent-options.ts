@@ -1,0 +1,103 @@
+/**
+ * The options of the Agent and of each of its runs, and their validation.
+ * @module
+ */
+import type { Checkpointer } from '../checkpoint/checkpointer.js';
+import { threadIdProblem } from '../checkpoint/check-arguments.js';
+import { HOOK_NAMES, type AgentHooks, type Middleware } from '../middleware/types.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import { ConfigurationError } from '../types/errors.js';
+import type { Message } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { Provider } from '../types/provider.js';
+import { checkMessage } from './input.js';
+import type { QueueMode } from './message-queues.js';
+import { validateRunSettings, type RunSettings } from './run-settings.js';
+
+/** Options of the {@link Agent} constructor; the seven hooks may be given directly. */
+export interface AgentOptions extends AgentHooks, RunSettings {
+  readonly provider: Provider;
+  /**
+   * Middlewares, composed hook by hook, each hook by its rule (docs/middleware.md). A hook given directly in these
+   * options replaces every middleware's version of it.
+   */
+  readonly middleware?: readonly Middleware[];
+  /** A model, or a model id served by `provider`. */
+  readonly model: Model | string;
+  /** The transcript to start from. */
+  readonly messages?: readonly Message[];
+  /** How queued steering messages go in (default `one-at-a-time`). */
+  readonly steeringMode?: QueueMode;
+  /** How queued follow-ups go in (default `one-at-a-time`). */
+  readonly followUpMode?: QueueMode;
+  /** Where errors thrown by `subscribe()` listeners go (default: `console.error`). They never end a run. */
+  readonly onListenerError?: (error: unknown, event: AgentEvent) => void;
+  /**
+   * Makes the conversation durable (with `threadId`): the thread is restored before the first run, and every message
+   * is appended before its `message_end` reaches anyone (see docs/checkpointing.md).
+   */
+  readonly checkpointer?: Checkpointer;
+}
+
+/** Per-run options of `prompt`, `prompt$`, `resume` and `resume$`. */
+export interface RunOptions {
+  /** Aborting it cancels the run like `abort()` does (reason `signal`). */
+  readonly signal?: AbortSignal;
+  /** Cancels the run this many milliseconds after it starts (overrides the agent's `deadlineMs`). */
+  readonly deadlineMs?: number;
+}
+
+/** Throws a {@link ConfigurationError} naming the first invalid option. */
+export function validateAgentOptions(options: AgentOptions): void {
+  const fail = (what: string): never => {
+    throw new ConfigurationError(`Agent: ${what}`);
+  };
+  if (typeof options !== 'object' || options === null) fail('expected an options object');
+  validateRunSettings(options, fail);
+  if (options.messages !== undefined && !Array.isArray(options.messages))
+    fail('`messages` must be an array of messages');
+  for (const key of ['steeringMode', 'followUpMode'] as const) {
+    const value = options[key];
+    if (value !== undefined && value !== 'one-at-a-time' && value !== 'all')
+      fail(`\`${key}\` must be "one-at-a-time" or "all"`);
+  }
+  if (options.onListenerError !== undefined && typeof options.onListenerError !== 'function') {
+    fail('`onListenerError` must be a function');
+  }
+  if (options.checkpointer !== undefined) {
+    const checkpointer = options.checkpointer as Partial<Checkpointer> | null;
+    if (
+      typeof checkpointer?.load !== 'function' ||
+      typeof checkpointer.append !== 'function' ||
+      typeof checkpointer.saveExtra !== 'function'
+    ) {
+      fail('`checkpointer` must be a Checkpointer (load, append, saveExtra, …)');
+    }
+    if (options.threadId === undefined) fail('a `checkpointer` needs a `threadId`');
+    const problem = threadIdProblem(options.threadId);
+    if (problem !== undefined) fail(`\`threadId\`: ${problem}`);
+    if (options.messages !== undefined)
+      fail('with a `checkpointer`, the history comes from the thread: drop `messages`');
+  }
+}
+
+/** The transcript of `options.messages`, each message checked; a bad one is a {@link ConfigurationError}. */
+export function initialMessages(options: AgentOptions): Message[] {
+  return (options.messages ?? []).map((message, index) => {
+    try {
+      return checkMessage(message, `AgentOptions.messages[${index}]`);
+    } catch (error) {
+      throw new ConfigurationError(`Agent: ${(error as Error).message}`);
+    }
+  });
+}
+
+/** The hooks given directly in the options (they replace every middleware's version of the same hook). */
+export function pickHooks(options: AgentOptions): AgentHooks {
+  const hooks: Record<string, unknown> = {};
+  for (const name of HOOK_NAMES) {
+    const hook = options[name];
+    if (hook !== undefined) hooks[name] = hook;
+  }
+  return hooks as AgentHooks;
+}

@@ -1,0 +1,266 @@
+/**
+ * The run lifecycle of an Agent: starting a run (one at a time), delivering its events, cancelling it, settling it.
+ * @module
+ */
+import { defer, Observable, switchMap, type Observer, type Subscriber } from 'rxjs';
+import { EXPLICIT_HOOKS_NAME, type ComposedMiddleware } from '../middleware/compose-middleware.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import { AgentBusyError, errorMessageOf, InvalidInputError, RunAbortedError } from '../types/errors.js';
+import type { Message } from '../types/messages.js';
+import type { Provider } from '../types/provider.js';
+import type { AgentOptions, RunOptions } from './agent-options.js';
+import type { AgentStateStore } from './agent-state.js';
+import { isCheckpointFailure, type CheckpointSession } from './checkpoint-session.js';
+import type { EventHub } from './event-hub.js';
+import type { MessageQueues } from './message-queues.js';
+import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
+
+/** The active run of an Agent. */
+export interface ActiveRun {
+  readonly controller: AbortController;
+  subscriber: Subscriber<AgentEvent> | undefined;
+  ended: boolean;
+  readonly done: Promise<void>;
+  settle(): void;
+}
+
+/** What an {@link AgentRuns} works with: the parts of its Agent. */
+export interface AgentRunsInit {
+  readonly provider: Provider;
+  readonly options: AgentOptions;
+  readonly middleware: ComposedMiddleware;
+  readonly store: AgentStateStore;
+  readonly queues: MessageQueues;
+  /** Every event of every run goes here (the Agent's `events$`). */
+  readonly events: EventHub<AgentEvent>;
+  /** The thread the runs restore and store, when the Agent has a checkpointer. */
+  readonly session: CheckpointSession | undefined;
+}
+
+/**
+ * An Agent's runs, at most one at a time. A run is started by {@link start} (through {@link toPromise} for `prompt()`
+ * or {@link toObservable} for `prompt$()`); each of its events is applied to the state, then delivered to `events$`,
+ * then to the `prompt$` subscriber. The run ends by its controller (`abort()`, a signal, a deadline, a `prompt$`
+ * subscriber leaving), then closes itself and stores what closes it.
+ */
+export class AgentRuns {
+  /** The active run, if any. */
+  current: ActiveRun | undefined;
+
+  constructor(private readonly agent: AgentRunsInit) {}
+
+  /** Cancels the active run (no-op when idle). `reason` is added to the closing message's `errorMessage`. */
+  abort(reason?: string): void {
+    const run = this.current;
+    if (run === undefined || run.ended) return;
+    run.controller.abort(new RunAbortedError('abort', reason === undefined ? 'Run aborted' : `Run aborted: ${reason}`));
+  }
+
+  /** Resolves when no run is active. */
+  waitForIdle(): Promise<void> {
+    const run = this.current;
+    return run === undefined ? Promise.resolve() : run.done.then(() => this.waitForIdle());
+  }
+
+  /** The run `start` starts, as the Promise of the messages it added (a failure to start is a rejection). */
+  toPromise(start: () => ActiveRun & { result: Promise<Message[]> }): Promise<Message[]> {
+    try {
+      return start().result;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** A run as a cold Observable of its events: subscribing starts it, unsubscribing cancels it. */
+  toObservable(prepare: () => () => Message[], options: RunOptions | undefined): Observable<AgentEvent> {
+    return new Observable<AgentEvent>((subscriber) => {
+      let run: ActiveRun;
+      try {
+        run = this.start(prepare(), options, subscriber);
+      } catch (error) {
+        subscriber.error(error);
+        return;
+      }
+      return () => {
+        run.subscriber = undefined;
+        if (!run.ended) run.controller.abort(new RunAbortedError('unsubscribed'));
+      };
+    });
+  }
+
+  /**
+   * Starts a run opened by `prompts()` (called once the thread is restored). Throws {@link AgentBusyError} while a run
+   * is active and {@link InvalidInputError} for a bad `deadlineMs`.
+   */
+  start(
+    prompts: () => Message[],
+    options: RunOptions | undefined,
+    subscriber: Subscriber<AgentEvent> | undefined,
+  ): ActiveRun & { result: Promise<Message[]> } {
+    if (this.current !== undefined) throw busy('prompt');
+    if (options?.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
+      throw new InvalidInputError('deadlineMs must be a positive number of milliseconds');
+    }
+    const { store, events, session } = this.agent;
+    const controller = new AbortController();
+    const external = options?.signal;
+    const onExternalAbort = () => controller.abort(new RunAbortedError('signal'));
+    if (external?.aborted) onExternalAbort();
+    else external?.addEventListener('abort', onExternalAbort, { once: true });
+
+    let settleDone!: () => void;
+    let resolveResult!: (messages: Message[]) => void;
+    let rejectResult!: (error: unknown) => void;
+    const result = new Promise<Message[]>((resolve, reject) => {
+      resolveResult = resolve;
+      rejectResult = reject;
+    });
+    // prompt$ callers see failures on their Observable; only prompt() callers hold this Promise.
+    if (subscriber !== undefined) result.catch(() => undefined);
+    const run: ActiveRun & { result: Promise<Message[]> } = {
+      controller,
+      subscriber,
+      ended: false,
+      done: new Promise<void>((resolve) => (settleDone = resolve)),
+      settle: () => {
+        external?.removeEventListener('abort', onExternalAbort);
+        if (this.current === run) this.end();
+        settleDone();
+      },
+      result,
+    };
+    this.current = run;
+    store.isStreaming = true;
+
+    let added: readonly Message[] = [];
+    let runId: string | undefined;
+    // What the checkpoint sink stored of this run (messages pass it before their message_end), for a run it stops.
+    const stored: Message[] = [];
+    const checkpointed = session !== undefined;
+    let closed = false;
+    const deliver = (event: AgentEvent) => {
+      events.emit(event);
+      run.subscriber?.next(event);
+    };
+    const stateChanges = store.changes;
+    const observer: Observer<AgentEvent> = {
+      next: (event) => {
+        if (event.type === 'message_update') {
+          // The per-delta path: two fields and two deliveries, nothing else (`store.changed()` written out: most of a
+          // stream runs before V8 optimises it, where every call costs).
+          if (event.message.role === 'assistant') store.streamingMessage = event.message;
+          store.snapshot = undefined;
+          if (stateChanges.active) stateChanges.emit();
+          events.emit(event);
+          run.subscriber?.next(event);
+          return;
+        }
+        if (event.type === 'agent_start') runId = event.runId;
+        else if (event.type === 'message_end' && checkpointed) stored.push(event.message);
+        else if (event.type === 'agent_end') {
+          added = event.messages;
+          run.ended = true;
+        }
+        store.apply(event);
+        if (event.type === 'agent_end' && this.current === run) this.end();
+        events.emit(event);
+        run.subscriber?.next(event);
+      },
+      complete: () => {
+        closed = true;
+        run.settle();
+        run.subscriber?.complete();
+        resolveResult([...added]);
+      },
+      error: (error: unknown) => {
+        closed = true;
+        if (isCheckpointFailure(error)) {
+          // What was stored is what the state shows; the next run reloads the thread (after a conflict, with what the
+          // other writer stored) before going on.
+          session?.invalidate();
+          store.errorMessage = errorMessageOf(error);
+        }
+        if (runId !== undefined && !run.ended) {
+          // The run's own end never got through (a failed write stopped it): end it here, with what was stored.
+          run.ended = true;
+          if (this.current === run) this.end();
+          deliver({ type: 'agent_end', runId, messages: stored.slice() });
+        }
+        run.settle();
+        run.subscriber?.error(error);
+        rejectResult(error);
+      },
+    };
+    // The agent's own subscription is never unsubscribed: a run ends by its controller (abort, a signal, a deadline, a
+    // prompt$ subscriber leaving), then closes itself and stores what closes it through this subscription.
+    if (session === undefined) {
+      // Nothing to restore or store: the loop delivers to the observer directly (no Subscriber per event), and starts
+      // synchronously. A failure to start reaches the observer as it would through an Observable.
+      try {
+        startAgentLoop(this.loopOptions(prompts(), options), controller, observer);
+      } catch (error) {
+        // After the run's end, a throw is a bug of ours: let it surface rather than end the run twice.
+        if (closed) throw error;
+        observer.error(error);
+      }
+      return run;
+    }
+    // Restored: the run starts synchronously, with no Promise in its way.
+    const run$ = session.restored
+      ? defer(() => this.loop$(session, prompts(), options, controller))
+      : session.restore$().pipe(switchMap(() => this.loop$(session, prompts(), options, controller)));
+    // eslint-disable-next-line rxjs-x/no-ignored-subscription
+    run$.subscribe(observer);
+    return run;
+  }
+
+  /** The run itself: the loop over the current transcript, through the checkpoint sink. */
+  private loop$(
+    session: CheckpointSession,
+    prompts: Message[],
+    options: RunOptions | undefined,
+    controller: AbortController,
+  ): Observable<AgentEvent> {
+    // The run's own controller is the loop's: abort() reaches tools, hooks and the provider in one dispatch.
+    return runAgentLoopOn(this.loopOptions(prompts, options), controller).pipe(session.sink());
+  }
+
+  /** The loop's options for a run over the current transcript. */
+  private loopOptions(prompts: Message[], options: RunOptions | undefined): RunAgentLoopOptions {
+    const { provider, options: agentOptions, middleware, store, queues } = this.agent;
+    return {
+      provider,
+      model: store.model,
+      history: store.messages,
+      prompts,
+      systemPrompt: store.systemPrompt,
+      tools: store.tools,
+      hooks: middleware.hooks,
+      wrappers: middleware.wrappers,
+      hookOwner: EXPLICIT_HOOKS_NAME,
+      toolExecution: agentOptions.toolExecution,
+      toolConcurrency: agentOptions.toolConcurrency,
+      toolTimeoutMs: agentOptions.toolTimeoutMs,
+      streamOptions: agentOptions.streamOptions,
+      toolChoice: agentOptions.toolChoice,
+      threadId: agentOptions.threadId,
+      deadlineMs: options?.deadlineMs ?? agentOptions.deadlineMs,
+      getSteeringMessages: () => queues.takeSteering(),
+      getFollowUpMessages: () => queues.takeFollowUps(),
+      extra: store.extra,
+    };
+  }
+
+  /** The active run ended: no run is active any more. */
+  private end(): void {
+    this.current = undefined;
+    this.agent.store.endRun();
+  }
+}
+
+/** The error of a call that needs the agent idle while a run is active. */
+export function busy(method: string): AgentBusyError {
+  return new AgentBusyError(
+    `${method}(): a run is already active; use steer() or followUp() to add to it, or await waitForIdle()`,
+  );
+}

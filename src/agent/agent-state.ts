@@ -1,0 +1,186 @@
+/**
+ * The Agent's state: what it holds between and during runs, the events that change it, and its snapshots.
+ * @module
+ */
+import type { AgentEvent } from '../types/agent-events.js';
+import type { AssistantMessage, Message } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { AnyAgentTool } from '../types/tool.js';
+import { EventHub } from './event-hub.js';
+
+/** A snapshot of the agent. Arrays and sets are frozen copies: keep them, they never change. */
+export interface AgentState {
+  readonly systemPrompt: string;
+  readonly model: Model;
+  readonly tools: readonly AnyAgentTool[];
+  readonly messages: readonly Message[];
+  /** A run is active. */
+  readonly isStreaming: boolean;
+  /** The assistant message being streamed, if any. */
+  readonly streamingMessage?: AssistantMessage;
+  /** Ids of the tool calls being handled. */
+  readonly pendingToolCalls: ReadonlySet<string>;
+  /** Why the last run failed or was cancelled (cleared when a run starts). */
+  readonly errorMessage?: string;
+  readonly extra: Readonly<Record<string, unknown>>;
+}
+
+/** What an {@link AgentStateStore} starts from. */
+export interface AgentStateInit {
+  readonly systemPrompt: string;
+  readonly model: Model;
+  readonly tools: readonly AnyAgentTool[];
+  readonly messages: Message[];
+  readonly extra: Record<string, unknown>;
+}
+
+/**
+ * The mutable state behind `agent.state` and `agent.state$`. Its fields are written by the Agent's parts (the run's
+ * lifecycle applies each event, the checkpoint session restores the thread); readers get frozen snapshots, built
+ * lazily and at most once per change.
+ *
+ * The per-delta path (`message_update`, in `AgentRuns.start`) writes `streamingMessage` and `snapshot` and tells
+ * {@link changes} itself, with no call in between; every other change goes through {@link apply} or {@link changed}.
+ */
+export class AgentStateStore {
+  /** Tells `state$` subscribers that the state changed (a hub, not a Subject: it is told on every event). */
+  readonly changes = new EventHub<void>();
+
+  readonly systemPrompt: string;
+  readonly model: Model;
+  readonly tools: readonly AnyAgentTool[];
+  /** The transcript; the loop reads it as a run's history (it never changes it). */
+  messages: Message[];
+  extra: Record<string, unknown>;
+  streamingMessage: AssistantMessage | undefined;
+  /** The ids of the tool calls started and not yet ended (an array: usually one or a few, added and removed often). */
+  pendingToolCalls: string[] = [];
+  errorMessage: string | undefined;
+  /** A run is active (set by the run's lifecycle when it starts and ends). */
+  isStreaming = false;
+  /** The snapshot of the current state, once built (`undefined` after a change). */
+  snapshot: AgentState | undefined;
+  /** The frozen copy of {@link messages}, shared by snapshots until the transcript changes. */
+  messagesSnapshot: readonly Message[] | undefined;
+
+  constructor(init: AgentStateInit) {
+    this.systemPrompt = init.systemPrompt;
+    this.model = init.model;
+    this.tools = init.tools;
+    this.messages = init.messages;
+    this.extra = init.extra;
+  }
+
+  /** The current state (a snapshot; cheap to read repeatedly). */
+  get state(): AgentState {
+    return (this.snapshot ??= this.buildSnapshot());
+  }
+
+  /** Applies an event to the state. */
+  apply(event: AgentEvent): void {
+    switch (event.type) {
+      case 'agent_start':
+        this.errorMessage = undefined;
+        break;
+      case 'message_start':
+        // (`message_update`, the per-delta event, is applied in the run's observer in `AgentRuns.start`, which never
+        // calls this.)
+        if (event.message.role !== 'assistant') return;
+        this.streamingMessage = event.message;
+        break;
+      case 'message_end': {
+        const { message } = event;
+        this.messages.push(message);
+        this.messagesSnapshot = undefined;
+        if (message.role === 'assistant') {
+          this.streamingMessage = undefined;
+          if (message.stopReason === 'error' || message.stopReason === 'aborted')
+            this.errorMessage = message.errorMessage;
+        }
+        break;
+      }
+      case 'tool_execution_start':
+        if (!this.pendingToolCalls.includes(event.toolCallId)) this.pendingToolCalls.push(event.toolCallId);
+        break;
+      case 'tool_execution_end':
+        remove(this.pendingToolCalls, event.toolCallId);
+        break;
+      default:
+        return;
+    }
+    this.changed();
+  }
+
+  /** Makes a restored thread the transcript (and its `extra`, when it has one), then tells subscribers. */
+  restore(messages: Message[], extra: Record<string, unknown> | undefined): void {
+    this.messages = messages;
+    this.messagesSnapshot = undefined;
+    if (extra !== undefined) this.extra = extra;
+    this.changed();
+  }
+
+  /** A run ended: nothing streams, no tool call is pending. */
+  endRun(): void {
+    this.isStreaming = false;
+    this.streamingMessage = undefined;
+    this.pendingToolCalls = [];
+    this.changed();
+  }
+
+  /** Clears the transcript, `errorMessage`, the streaming state and pending tool calls (see `Agent.reset`). */
+  reset(): void {
+    this.messages = [];
+    this.errorMessage = undefined;
+    this.streamingMessage = undefined;
+    this.pendingToolCalls = [];
+    this.messagesSnapshot = undefined;
+  }
+
+  /** Drops the snapshot and tells `state$` subscribers. */
+  changed(): void {
+    this.snapshot = undefined;
+    if (this.changes.active) this.changes.emit();
+  }
+
+  private buildSnapshot(): AgentState {
+    this.messagesSnapshot ??= Object.freeze(this.messages.slice());
+    return Object.freeze({
+      systemPrompt: this.systemPrompt,
+      model: this.model,
+      tools: Object.freeze(this.tools.slice()),
+      messages: this.messagesSnapshot,
+      isStreaming: this.isStreaming,
+      ...(this.streamingMessage !== undefined ? { streamingMessage: this.streamingMessage } : {}),
+      pendingToolCalls: new FrozenSet(this.pendingToolCalls),
+      ...(this.errorMessage !== undefined ? { errorMessage: this.errorMessage } : {}),
+      extra: Object.freeze({ ...this.extra }),
+    });
+  }
+}
+
+/** A Set that refuses changes, for snapshots. */
+class FrozenSet<T> extends Set<T> {
+  private readonly sealed: boolean;
+  constructor(values: Iterable<T>) {
+    super(values);
+    this.sealed = true;
+  }
+  override add(value: T): this {
+    if (this.sealed) throw new TypeError('AgentState.pendingToolCalls is a snapshot and cannot change');
+    return super.add(value);
+  }
+  override delete(): boolean {
+    throw new TypeError('AgentState.pendingToolCalls is a snapshot and cannot change');
+  }
+  override clear(): void {
+    throw new TypeError('AgentState.pendingToolCalls is a snapshot and cannot change');
+  }
+}
+
+/** Removes `item` from `list` in place (without allocating when it is the last one, the common case). */
+function remove<T>(list: T[], item: T): void {
+  const index = list.lastIndexOf(item);
+  if (index < 0) return;
+  if (index === list.length - 1) list.pop();
+  else list.splice(index, 1);
+}

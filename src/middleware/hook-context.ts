@@ -1,0 +1,26 @@
+/**
+ * What every hook and every wrapper is told about the run: the context both kinds of middleware share.
+ * @module
+ */
+import type { Message } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { AnyAgentTool } from '../types/tool.js';
+
+/** What every hook is told about the run it is part of. */
+export interface HookContext {
+  readonly runId: string;
+  /** The turn (model call) this hook belongs to, from 0. */
+  readonly turnIndex: number;
+  readonly threadId?: string;
+  readonly model: Model;
+  readonly systemPrompt: string;
+  readonly tools: readonly AnyAgentTool[];
+  /** The stored transcript so far. Read-only: hooks change what the model receives, never the transcript. */
+  readonly messages: readonly Message[];
+  /** The agent's extra state (persisted with the thread by a checkpointer). */
+  readonly extra: Record<string, unknown>;
+  /** Aborts when the run is cancelled; a long hook should stop when it fires. */
+  readonly signal: AbortSignal;
+  /** When the run's deadline passes (milliseconds since the epoch), if it has one. */
+  readonly deadlineAt?: number;
+}

@@ -1,0 +1,187 @@
+// The source tree keeps the direction of DESIGN.md §1 and STYLE.md ("Direction"): no import runs back up a layer, no
+// import circle, and the browser-safe entry points reach no `node:` module and no vendor SDK.
+import { readdirSync, readFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+interface SourceFile {
+  /** Files of ours it imports (paths relative to the root, `.ts`). */
+  readonly local: string[];
+  /** Packages and built-in modules it imports. */
+  readonly bare: string[];
+  /** Those of {@link bare} imported for their types only (`import type`, erased from the build). */
+  readonly typeOnly: string[];
+}
+
+// Static imports and re-exports (`import … from`, `export … from`, side-effect `import '…'`) and `import('…')`.
+const IMPORT =
+  /^\s*(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\s+from\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
+
+function sourceFiles(): Map<string, SourceFile> {
+  const files = new Map<string, SourceFile>();
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(join(root, dir), { withFileTypes: true })) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(path);
+      else if (path.endsWith('.ts')) files.set(path, parse(path));
+    }
+  };
+  walk('src');
+  walk('operators');
+  return files;
+}
+
+function parse(path: string): SourceFile {
+  const local: string[] = [];
+  const bare: string[] = [];
+  const typeOnly: string[] = [];
+  for (const match of readFileSync(join(root, path), 'utf8').matchAll(IMPORT)) {
+    const specifier = (match[1] ?? match[2])!;
+    if (specifier.startsWith('.')) {
+      local.push(relative(root, resolve(root, dirname(path), specifier.replace(/\.js$/, '.ts'))));
+    } else if (/^\s*(import|export) type\s/.test(match[0])) typeOnly.push(specifier);
+    else bare.push(specifier);
+  }
+  return { local, bare, typeOnly };
+}
+
+const files = sourceFiles();
+
+/** The folders a file in each folder may import from (its own included); DESIGN.md §1. */
+const MAY_IMPORT: Record<string, readonly string[]> = {
+  'src/types': ['src/types'],
+  operators: ['operators', 'src/types'],
+  'src/tools': ['src/tools', 'src/types'],
+  'src/providers': ['src/providers', 'src/types', 'operators'],
+  'src/checkpoint': ['src/checkpoint', 'src/types'],
+  'src/middleware': ['src/middleware', 'src/types', 'operators'],
+  'src/agent': [
+    'src/agent',
+    'src/types',
+    'operators',
+    'src/tools',
+    'src/providers',
+    'src/middleware',
+    'src/checkpoint',
+  ],
+  'src/testing': [
+    'src/testing',
+    'src/types',
+    'operators',
+    'src/providers',
+    'src/middleware',
+    'src/checkpoint',
+    'src/agent',
+  ],
+  src: ['src', 'src/types', 'operators', 'src/tools', 'src/providers', 'src/middleware', 'src/checkpoint', 'src/agent'],
+};
+
+/** The command uses the public API only: the package's entry points (its `exports`, mapped back to the sources). */
+const CLI_MAY_IMPORT = Object.values(
+  (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { exports: Record<string, unknown> }).exports,
+).flatMap((target) =>
+  typeof target === 'object' && target !== null && 'default' in target
+    ? [
+        String(target.default)
+          .replace(/^\.\/dist\//, '')
+          .replace(/\.js$/, '.ts'),
+      ]
+    : [],
+);
+
+const VENDOR_SDK = /^(openai|@anthropic-ai\/sdk|pg|better-sqlite3)(\/|$)/;
+
+/** Every file `entry` loads, itself included. */
+function closure(entry: string): Set<string> {
+  const seen = new Set<string>();
+  const visit = (path: string): void => {
+    if (seen.has(path)) return;
+    seen.add(path);
+    for (const next of files.get(path)?.local ?? []) visit(next);
+  };
+  visit(entry);
+  return seen;
+}
+
+describe('import direction', () => {
+  it('finds the files it checks', () => {
+    expect(files.size).toBeGreaterThan(50);
+    expect(files.get('src/agent/agent.ts')?.local).toContain('src/types/is-promise-like.ts');
+  });
+
+  it('has no import that runs back up a layer', () => {
+    const upward: string[] = [];
+    for (const [path, { local }] of files) {
+      const folder = dirname(path);
+      for (const target of local) {
+        const allowed =
+          folder === 'src/cli' ? CLI_MAY_IMPORT.includes(target) : MAY_IMPORT[folder]?.includes(dirname(target));
+        if (!allowed) upward.push(`${path} → ${target}`);
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it('keeps src/types free of our code and of every package but zod (and rxjs types)', () => {
+    const outside: string[] = [];
+    for (const [path, { bare, typeOnly }] of files) {
+      if (!path.startsWith('src/types/')) continue;
+      // `Provider.stream` returns an Observable: rxjs may appear, for its types only (erased from the build).
+      for (const specifier of [...bare, ...typeOnly.filter((s) => s !== 'rxjs')]) {
+        if (specifier !== 'zod') outside.push(`${path} → ${specifier}`);
+      }
+    }
+    expect(outside).toEqual([]);
+  });
+
+  it('has no import circle', () => {
+    // Tarjan's strongly connected components: a component of more than one file is a circle.
+    const index = new Map<string, number>();
+    const low = new Map<string, number>();
+    const stack: string[] = [];
+    const onStack = new Set<string>();
+    const circles: string[][] = [];
+    let counter = 0;
+    const connect = (path: string): void => {
+      index.set(path, counter);
+      low.set(path, counter++);
+      stack.push(path);
+      onStack.add(path);
+      for (const next of files.get(path)?.local ?? []) {
+        if (!files.has(next)) continue;
+        if (!index.has(next)) {
+          connect(next);
+          low.set(path, Math.min(low.get(path)!, low.get(next)!));
+        } else if (onStack.has(next)) low.set(path, Math.min(low.get(path)!, index.get(next)!));
+      }
+      if (low.get(path) !== index.get(path)) return;
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== path);
+      if (component.length > 1 || files.get(path)!.local.includes(path)) circles.push(component.sort());
+    };
+    for (const path of files.keys()) if (!index.has(path)) connect(path);
+    expect(circles).toEqual([]);
+  });
+
+  it.each(['src/index.ts', 'operators/index.ts', 'src/providers/kit.ts'])(
+    '%s reaches no node: module and no vendor SDK (it runs in browsers and edge runtimes)',
+    (entry) => {
+      const reached = [...closure(entry)].flatMap((path) =>
+        (files.get(path)?.bare ?? [])
+          .filter((specifier) => isBuiltin(specifier) || VENDOR_SDK.test(specifier))
+          .map((specifier) => `${path} → ${specifier}`),
+      );
+      expect(files.has(entry), entry).toBe(true);
+      expect(reached).toEqual([]);
+    },
+  );
+});
