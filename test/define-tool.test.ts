@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigurationError, defineTool, validateToolArguments } from 'cubepi';
+import * as zm from 'zod/mini';
+import { z as z3 } from 'zod/v3';
+import { ConfigurationError, defineTool, StructuredOutput, validateToolArguments } from 'cubepi';
 
 const search = defineTool({
   name: 'search',
@@ -116,7 +118,11 @@ describe('defineTool', () => {
     [{ name: '' }, /invalid tool name ""/],
     [{ description: undefined }, /needs a description/],
     [{ execute: undefined }, /needs an execute function/],
-    [{ parameters: { type: 'object' } }, /must be a zod schema/],
+    [
+      { parameters: { type: 'object' } },
+      /must be a zod 4 schema, got an object that is not a zod schema \(keys: type\)/,
+    ],
+    [{ parameters: undefined }, /must be a zod 4 schema, got undefined/],
     [{ parameters: z.string() }, /must be an object schema/],
     [{ timeoutMs: 0 }, /timeoutMs .* must be a positive number/],
     [{ executionMode: 'later' }, /executionMode .* must be "parallel" or "sequential"/],
@@ -124,5 +130,34 @@ describe('defineTool', () => {
     const spec = { name: 'ok', description: 'd', parameters: z.object({}), execute: () => 'ok', ...override };
     expect(() => defineTool(spec as never)).toThrow(ConfigurationError);
     expect(() => defineTool(spec as never)).toThrow(message);
+  });
+
+  it('refuses a zod 3 schema at once, saying that zod 4 is needed and how to get it', () => {
+    // zod 4 ships zod 3 as `zod/v3`: a real zod 3 schema (`_def`, no `_zod`), as an app on zod@3 would pass.
+    const define = () =>
+      defineTool({
+        name: 'weather',
+        description: 'd',
+        parameters: z3.object({ city: z3.string() }) as never,
+        execute: () => 'ok',
+      });
+    expect(define).toThrow(ConfigurationError);
+    expect(define).toThrow(
+      `defineTool: the parameters of tool "weather" must be a zod 4 schema, got a zod 3 schema. cubepi needs zod 4 (peer dependency zod ^4.0.0): upgrade zod (npm install zod@^4) and import { z } from 'zod', not from 'zod/v3'`,
+    );
+    expect(() => new StructuredOutput(z3.object({ city: z3.string() }) as never)).toThrow(
+      /^StructuredOutput: expected a zod 4 schema, got a zod 3 schema\. cubepi needs zod 4/,
+    );
+  });
+
+  it('refuses a zod/mini schema, whose parse functions are not methods', () => {
+    const define = () =>
+      defineTool({
+        name: 'weather',
+        description: 'd',
+        parameters: zm.object({ city: zm.string() }) as never,
+        execute: () => 'ok',
+      });
+    expect(define).toThrow(/must be a zod 4 schema, got a zod\/mini schema/);
   });
 });

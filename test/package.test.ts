@@ -1,6 +1,7 @@
 // The package as users get it: the built entry points, their types, and the `cubepi` command.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -44,6 +45,29 @@ describe('package entry points', () => {
     expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 'function']);
   });
 
+  it('runs the checkpointer conformance kit under node:test, with clear messages when a backend breaks the contract', async () => {
+    // node:test runs describe/it registered by a plain script, reporting TAP when stdout is not a terminal.
+    const script = `
+      import { describe, it } from 'node:test';
+      import { MemoryCheckpointer } from 'cubepi';
+      import { checkpointerConformance } from 'cubepi/testing';
+      class Lossy extends MemoryCheckpointer {
+        async load(threadId) {
+          const saved = await super.load(threadId);
+          return saved && { ...saved, messages: saved.messages.slice(1) };
+        }
+      }
+      checkpointerConformance(() => new MemoryCheckpointer(), { name: 'memory', describe, it });
+      checkpointerConformance(() => new Lossy(), { name: 'lossy', describe, it });`;
+    const result = (await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root }).catch(
+      (e: unknown) => e,
+    )) as { code?: number; stdout: string };
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/^ok \d+ - memory$/m);
+    expect(result.stdout).toMatch(/^not ok \d+ - lossy$/m);
+    expect(result.stdout).toContain('error: \'values differ at $: expected an array of 5, got 4 (["b","c","d","e"])\'');
+  });
+
   it('resolves the provider entry points, each loading only its own SDK', async () => {
     const script = `
       const anthropic = await import('cubepi/providers/anthropic');
@@ -63,13 +87,13 @@ describe('package entry points', () => {
     }
   });
 
-  it('keeps vendor SDKs and database drivers out of the core entry points and the provider kit', async () => {
+  it('keeps vendor SDKs, database drivers and Node built-ins out of the core entry points and the provider kit', async () => {
     // A resolve hook records every bare specifier the three entry points pull in, however deep.
     const dir = mkdtempSync(join(tmpdir(), 'cubepi-imports-'));
     writeFileSync(
       join(dir, 'hooks.mjs'),
       `export async function resolve(specifier, context, next) {
-         if (!/^[./]|^node:|^file:/.test(specifier)) process.stderr.write('IMPORT ' + specifier + '\\n');
+         if (!/^[./]|^file:/.test(specifier)) process.stderr.write('IMPORT ' + specifier + '\\n');
          return next(specifier, context);
        }`,
     );
@@ -91,6 +115,8 @@ describe('package entry points', () => {
     );
     expect(imported.has('rxjs')).toBe(true); // the hook does see the entry points' imports
     expect([...imported].filter((s) => /^(openai|@anthropic-ai\/sdk|pg|better-sqlite3)(\/|$)/.test(s))).toEqual([]);
+    // Nor any Node built-in: these entries run in browsers and edge runtimes (test/browser.test.ts bundles them).
+    expect([...imported].filter((s) => s.startsWith('node:') || builtinModules.includes(s.split('/')[0]!))).toEqual([]);
   });
 });
 

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ConfigurationError } from '../types/errors.js';
 import { textOf, userMessage, type AssistantMessage, type Message } from '../types/messages.js';
+import { zodSchemaProblem } from '../types/zod-schema-problem.js';
 import type { HookContext } from './hook-context.js';
 import type { Middleware, TurnAction } from './types.js';
 
@@ -50,7 +51,9 @@ export class StructuredOutput<TSchema extends z.ZodType> implements Middleware {
     readonly schema: TSchema,
     options: StructuredOutputOptions = {},
   ) {
-    if (!(schema instanceof z.ZodType)) throw new ConfigurationError('StructuredOutput: expected a zod schema');
+    const problem = zodSchemaProblem(schema);
+    if (problem !== undefined)
+      throw new ConfigurationError(`StructuredOutput: expected a zod 4 schema, got ${problem}`);
     const maxRetries = options.maxRetries ?? 2;
     if (!Number.isInteger(maxRetries) || maxRetries < 0) {
       throw new ConfigurationError('StructuredOutput: maxRetries must be a non-negative integer');

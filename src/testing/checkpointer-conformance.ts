@@ -1,13 +1,14 @@
 /**
  * The `Checkpointer` conformance suite: the contract of `docs/checkpointing.md` as tests any backend can run, under
- * any test runner with `describe` and `it` (vitest, jest, mocha, node:test). It asserts with `node:assert/strict`
- * and imports no test framework.
+ * any test runner with `describe` and `it` (vitest, jest, mocha, node:test). It imports no test framework and no
+ * `node:` module: its assertions are the kit's own (`./assert.ts`, the rules of `node:assert`'s strict mode), and their
+ * errors carry `actual` and `expected` for the runner's diff.
  * @module
  */
-import assert from 'node:assert/strict';
 import { MAX_THREAD_ID_LENGTH } from '../checkpoint/check-arguments.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { serializeMessage, type AssistantMessage, type Message, type UserMessage } from '../types/messages.js';
+import { assert } from './assert.js';
 
 /** A backend under test: a checkpointer on an empty store, and how to reach that store again. */
 export interface CheckpointerFixture {

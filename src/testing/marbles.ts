@@ -2,7 +2,6 @@
  * Marble-testing helpers: test middleware compositions and whole turns in virtual time.
  * @module
  */
-import { deepStrictEqual } from 'node:assert/strict';
 import {
   defaultIfEmpty,
   from,
@@ -24,13 +23,15 @@ import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { AnyAgentTool } from '../types/tool.js';
 import { FauxProvider, type FauxProviderOptions, type FauxResponse } from '../providers/faux-provider.js';
+import { assert } from './assert.js';
 
 /** An `expect` in the style of vitest and jest: `expect(actual).toEqual(expected)`. */
 export type ExpectLike = (actual: unknown) => { toEqual(expected: unknown): void };
 
 /**
  * A fresh `TestScheduler`. Pass your test framework's `expect` (vitest, jest) for its diffs; without one, frames are
- * compared with `node:assert`'s `deepStrictEqual`. Create one per test.
+ * compared by the kit's own strict deep equality (the rules of `node:assert`'s `deepStrictEqual`; the error names the
+ * first differing frame by path and carries `actual` and `expected`). Create one per test.
  *
  * @example
  * import { expect } from 'vitest';
@@ -39,7 +40,7 @@ export type ExpectLike = (actual: unknown) => { toEqual(expected: unknown): void
 export function createTestScheduler(expect?: ExpectLike): TestScheduler {
   return new TestScheduler(
     expect === undefined
-      ? (actual, expected) => deepStrictEqual(actual, expected)
+      ? (actual, expected) => assert.deepEqual(actual, expected, 'TestScheduler frames')
       : (actual, expected) => expect(actual).toEqual(expected),
   );
 }

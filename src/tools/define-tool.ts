@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ConfigurationError } from '../types/errors.js';
 import type { JsonSchema } from '../types/provider.js';
 import type { AgentTool } from '../types/tool.js';
+import { zodSchemaProblem } from '../types/zod-schema-problem.js';
 
 /**
  * The definition {@link defineTool} takes: a tool without its JSON Schema, which is derived from `parameters`. `name`
@@ -20,8 +21,8 @@ const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
  * field with a default stays optional for the model); arguments are validated against it before `beforeToolCall`, and
  * a failed validation becomes an error result listing every issue by field path, so the model can fix its call.
  *
- * Throws {@link ConfigurationError} for an invalid name, a missing description or `execute`, a schema that is not an
- * object schema, or a negative timeout.
+ * Throws {@link ConfigurationError} for an invalid name, a missing description or `execute`, a schema that is not a
+ * zod 4 object schema (a zod 3 schema gets a message saying so), or a negative timeout.
  *
  * @example
  * const search = defineTool({
@@ -49,8 +50,11 @@ export function defineTool<TSchema extends z.ZodType, TDetails = unknown>(
   if (typeof spec.execute !== 'function') {
     throw new ConfigurationError(`defineTool: tool "${spec.name}" needs an execute function`);
   }
-  if (!(spec.parameters instanceof z.ZodType)) {
-    throw new ConfigurationError(`defineTool: the parameters of tool "${spec.name}" must be a zod schema`);
+  const problem = zodSchemaProblem(spec.parameters);
+  if (problem !== undefined) {
+    throw new ConfigurationError(
+      `defineTool: the parameters of tool "${spec.name}" must be a zod 4 schema, got ${problem}`,
+    );
   }
   if (spec.timeoutMs !== undefined && !(spec.timeoutMs > 0)) {
     throw new ConfigurationError(`defineTool: the timeoutMs of tool "${spec.name}" must be a positive number`);
