@@ -207,12 +207,12 @@ function versionIn(dir: string, name: string): string {
     .version;
 }
 
-/** The README's example, as written there, with the `lookUp` it leaves to the reader. */
+/** The README's example, as written there, with a body for the `lookUp` it only declares (the reader's own). */
 function readmeExample(): string {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
   const example = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
   if (example === undefined || !example.includes("from 'cubepi'")) throw new Error('README.md: no ts example found');
-  return `${example}
+  return `${example.replace(/^declare function lookUp\(.*$/m, '')}
 async function lookUp(city: string, signal: AbortSignal): Promise<string> {
   signal.throwIfAborted();
   return city === 'Paris' ? 'Sunny in Paris' : 'Unknown';
