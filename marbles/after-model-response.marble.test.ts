@@ -44,7 +44,7 @@ describe('afterModelResponse: chained merge, last decision wins', () => {
     });
   });
 
-  it('the operator: mergeScan over the chain', () => {
+  it('the operator: foldHooks(chainedMergeRule(default)) over the chain', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const hooks = cold('(ab|)', {
         a: () => cold('-x|', { x: { response: cleaned } }),

@@ -44,7 +44,7 @@ describe('afterToolCall: field-wise merge', () => {
     expect(result).toEqual({ isError: false, details: 'a', terminate: true });
   });
 
-  it('the operator: concatMap + reduce(merge, {})', () => {
+  it('the operator: foldHooks(fieldWiseMergeRule(), {}), every hook folded', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const hooks = cold('(ab|)', { a: () => cold('-x|', { x: rich }), b: () => cold('-y|', { y: redacted }) });
       expectObservable(

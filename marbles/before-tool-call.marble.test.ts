@@ -49,7 +49,7 @@ describe('beforeToolCall: the first block wins', () => {
     });
   });
 
-  it('the operator: concatMap + first(isBlock, undefined)', () => {
+  it('the operator: foldHooks(firstBlockWinsRule(), undefined), stopping at the block', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const a = cold('-u|', allow);
       const b = cold('  -B|', block);

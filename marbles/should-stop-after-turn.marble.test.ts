@@ -45,7 +45,7 @@ describe('shouldStopAfterTurn: any true stops', () => {
     });
   });
 
-  it('the operator: concatMap + first(Boolean, false)', () => {
+  it('the operator: foldHooks(anyTrueStopsRule(), false), stopping at the first true', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const a = cold('-t|', yes);
       const b = cold('-f|', no);

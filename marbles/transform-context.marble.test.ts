@@ -37,6 +37,13 @@ describe('transformContext: chained', () => {
     });
   });
 
+  it('the operator: an answer of undefined passes the input on, as it does through composeMiddleware', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const hooks = cold<() => Message[] | undefined>('(ab|)', { a: () => [q2], b: () => undefined });
+      expectObservable(hooks.pipe(chainHooks(all, (hook) => [hook()]))).toBe('(r|)', { r: [q2] });
+    });
+  });
+
   it('with one middleware answers with its output', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const only = cold('---o|', { o: [q1] });

@@ -15,6 +15,10 @@ export interface IndexedOutcome<T> {
  * `execute` is where failures become values: an error from one call's Observable errors the whole batch and tears
  * down its siblings, so a tool's failure should already be an error result by then.
  *
+ * This is what the agent loop runs for a parallel batch (two or more calls that passed validation and
+ * `beforeToolCall`, with `concurrency` the agent's `toolConcurrency`): it records each outcome at its index as it
+ * arrives, so `tool_execution_end` fires in completion order while the result messages keep the model's order.
+ *
  * ```
  * source:   (abc|)
  * execute:  a: ----A|   b: -B|   c: --C|          (concurrency 2)

@@ -3,13 +3,25 @@
  * @module
  */
 export { appendToCheckpoint, type AppendToCheckpointOptions, type CheckpointWriter } from './append-to-checkpoint.js';
-export { chainHooks } from './chain-hooks.js';
+export { chainedRule, chainHooks } from './chain-hooks.js';
 export { executeToolCalls, type IndexedOutcome } from './execute-tool-calls.js';
 export { finalMessage } from './final-message.js';
-export { gateToolCall, type GateDecision } from './gate-tool-call.js';
+export { foldHooks, type HookRule } from './fold-hooks.js';
+export { firstBlockWinsRule, gateToolCall, type GateDecision } from './gate-tool-call.js';
 export { lastHookWins } from './last-hook-wins.js';
-export { mergeToolResultPatch, mergeToolResults, type ToolResultPatch } from './merge-tool-results.js';
-export { mergeTurnAction, mergeTurnActions, type MergedTurnAction, type TurnActionLike } from './merge-turn-actions.js';
+export {
+  fieldWiseMergeRule,
+  mergeToolResultPatch,
+  mergeToolResults,
+  type ToolResultPatch,
+} from './merge-tool-results.js';
+export {
+  chainedMergeRule,
+  mergeTurnAction,
+  mergeTurnActions,
+  type MergedTurnAction,
+  type TurnActionLike,
+} from './merge-turn-actions.js';
 export { ofType } from './of-type.js';
-export { stopWhenAny } from './stop-when-any.js';
+export { anyTrueStopsRule, stopWhenAny } from './stop-when-any.js';
 export { textDeltas, thinkingDeltas } from './text-deltas.js';

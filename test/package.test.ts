@@ -24,7 +24,7 @@ describe('package entry points', () => {
       const testing = await import('cubepi/testing');
       console.log(JSON.stringify({
         core: ['Agent', 'runAgentLoop', 'defineTool', 'HookError', 'RunAbortedError', 'MessageAssembler'].filter((k) => typeof core[k] !== 'function'),
-        operators: ['ofType', 'textDeltas', 'thinkingDeltas', 'finalMessage', 'executeToolCalls'].filter((k) => typeof operators[k] !== 'function'),
+        operators: ['ofType', 'textDeltas', 'thinkingDeltas', 'finalMessage', 'executeToolCalls', 'foldHooks'].filter((k) => typeof operators[k] !== 'function'),
         testing: ['FauxProvider', 'fauxMessage', 'fauxText', 'fauxThinking', 'fauxToolCall'].filter((k) => typeof testing[k] !== 'function'),
       }));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });

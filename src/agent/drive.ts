@@ -49,9 +49,6 @@ export function wait<T, F = T>(
   return { source, fallback, onNext: onNext as ((value: unknown) => void) | undefined, resumeOnAbort };
 }
 
-// Re-exported for the loop's files that import it from here (its home is src/types, where middleware can reach it).
-export { isPromiseLike };
-
 /** How a driven generator ends. */
 export interface DriveHandlers<T> {
   complete(value: T): void;

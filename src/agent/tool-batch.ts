@@ -3,7 +3,8 @@
  * rewrite (`afterToolCall`), and answer every call exactly once, in the model's order.
  * @module
  */
-import { asyncScheduler, catchError, defer, from, isObservable, map, mergeMap, Observable, of, throwError } from 'rxjs';
+import { defer, from, isObservable, Observable, timeout } from 'rxjs';
+import { executeToolCalls, type IndexedOutcome } from '../../operators/execute-tool-calls.js';
 import type { ToolCallNext, ToolCallRequest, ToolOutcome } from '../middleware/wrapper-types.js';
 import { toolResultProblem } from '../types/check-tool-result.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
@@ -11,7 +12,8 @@ import type { ToolCall } from '../types/content.js';
 import { errorMessageOf, HookError, ToolExecutionError } from '../types/errors.js';
 import type { AssistantMessage, ToolResultMessage } from '../types/messages.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
-import { fromOp, isPromiseLike, wait, type Op } from './drive.js';
+import { isPromiseLike } from '../types/is-promise-like.js';
+import { fromOp, wait, type Op } from './drive.js';
 import {
   callHook,
   errorResult,
@@ -55,7 +57,7 @@ export function* runToolBatch(
   if (calls.length === 1 || isSequential(run, calls)) {
     for (let index = 0; index < calls.length; index++) {
       const runnable = yield* prepareCall(run, turn, assistant, index);
-      if (runnable !== undefined) yield* executeCall(run, turn, assistant, runnable);
+      if (runnable !== undefined) finishCall(run, turn, index, yield* executeCall(run, turn, assistant, runnable));
       emitResultMessage(run, turn, index);
     }
   } else {
@@ -65,13 +67,17 @@ export function* runToolBatch(
       if (prepared !== undefined) runnable.push(prepared);
     }
     if (runnable.length === 1) {
-      yield* executeCall(run, turn, assistant, runnable[0]!);
+      const only = runnable[0]!;
+      finishCall(run, turn, only.index, yield* executeCall(run, turn, assistant, only));
     } else if (runnable.length > 1) {
-      // One mergeMap for the batch; each call records its own outcome (by index), so nothing needs to be emitted.
+      // The public batch operator (one mergeMap, at most toolConcurrency at a time); each outcome is recorded by the
+      // model's index as it arrives, so tool_execution_end fires in completion order.
       const batch$ = from(runnable).pipe(
-        mergeMap((call) => fromOp(() => executeCall(run, turn, assistant, call)), run.toolConcurrency),
+        executeToolCalls((call) => fromOp(() => executeCall(run, turn, assistant, call)), run.toolConcurrency),
       );
-      yield wait(batch$, undefined);
+      yield wait(batch$, undefined, ({ index, outcome }: IndexedOutcome<CallOutcome>) =>
+        finishCall(run, turn, runnable[index]!.index, outcome),
+      );
     }
     for (let index = 0; index < calls.length; index++) emitResultMessage(run, turn, index);
   }
@@ -186,11 +192,16 @@ function rejectCall(run: RunState, turn: TurnState, index: number, text: string)
 }
 
 /**
- * Executes one call (through the `wrapToolCall` onion, when there is one), then `afterToolCall`, then records its
- * outcome and emits `tool_execution_end`.
+ * Executes one call (through the `wrapToolCall` onion, when there is one), then `afterToolCall`: the call's outcome,
+ * for the caller to record ({@link finishCall}).
  */
-function* executeCall(run: RunState, turn: TurnState, assistant: AssistantMessage, runnable: RunnableCall): Op<void> {
-  const { call, tool, args, index } = runnable;
+function* executeCall(
+  run: RunState,
+  turn: TurnState,
+  assistant: AssistantMessage,
+  runnable: RunnableCall,
+): Op<CallOutcome> {
+  const { call, tool, args } = runnable;
   let settled = false;
   const onUpdate = (partialResult: AgentToolResult) => {
     if (settled || run.signal.aborted) return;
@@ -225,18 +236,9 @@ function* executeCall(run: RunState, turn: TurnState, assistant: AssistantMessag
     } else if (tool.timeoutMs !== undefined || run.toolTimeoutMs !== undefined) {
       outcome = (yield wait(executeTool$(run, { toolCall: call, tool, args }, onUpdate), NO_OUTCOME)) as CallOutcome;
     } else {
-      // In place, when no wrapper needs the call as an Observable and no timeout needs a signal of its own: a plain
-      // or Promise result costs no operator chain. The same outcomes as executeTool$.
-      try {
-        let raw: unknown = tool.execute(call.id, args, { signal: run.signal, onUpdate, toolCall: call });
-        if (isObservable(raw)) raw = yield wait(withUpdates(raw, onUpdate), NO_RESULT);
-        else if (isPromiseLike(raw)) raw = yield wait(raw, NO_RESULT);
-        outcome = normalizeResult(call.name, raw);
-      } catch (error) {
-        if (run.signal.aborted) throw error;
-        const failure = new ToolExecutionError({ toolName: call.name, toolCallId: call.id, cause: error });
-        outcome = { result: errorResult(failure.message), isError: true };
-      }
+      // In place, when no wrapper needs the call as an Observable and no timeout needs a signal of its own: the step
+      // executeTool$ runs, without the Observable around it, so a plain or Promise result costs no operator chain.
+      outcome = yield* runTool(run, call, tool, args, onUpdate, run.signal);
     }
   } catch (error) {
     // Cancellation goes on; a wrapper's bug ends the run (a HookError); anything else is this call's failure.
@@ -249,13 +251,38 @@ function* executeCall(run: RunState, turn: TurnState, assistant: AssistantMessag
   if (run.hooks.afterToolCall !== undefined) {
     outcome = yield* afterToolCall(run, turn, assistant, call, args, outcome);
   }
-  finishCall(run, turn, index, outcome);
+  return outcome;
 }
 
 /**
- * Executes a tool: the innermost layer of the tool-call onion. A cold Observable of one outcome; a tool that throws,
- * rejects, errors or overruns its timeout gives an error outcome (with a `ToolExecutionError`), never an Observable
- * error — except cancellation, which goes on.
+ * Runs a tool: the one definition of what executing a call gives, whichever way it is run (in place, or as
+ * {@link executeTool$}). The tool's output — a plain value, a Promise, or an Observable whose emissions before the
+ * last are progress updates ({@link withUpdates}) — becomes its outcome ({@link normalizeResult}); a tool that throws,
+ * rejects or errors gives an error outcome ({@link failedOutcome}) — except cancellation, which goes on.
+ */
+function* runTool(
+  run: RunState,
+  toolCall: ToolCall,
+  tool: AnyAgentTool,
+  args: Record<string, unknown>,
+  onUpdate: (partial: AgentToolResult) => void,
+  signal: AbortSignal,
+): Op<ToolOutcome> {
+  try {
+    let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall });
+    if (isObservable(raw)) raw = yield wait(withUpdates(raw, onUpdate), NO_RESULT);
+    else if (isPromiseLike(raw)) raw = yield wait(raw, NO_RESULT);
+    return normalizeResult(toolCall.name, raw);
+  } catch (error) {
+    if (run.signal.aborted) throw error;
+    return failedOutcome(toolCall, error);
+  }
+}
+
+/**
+ * Executes a tool: the innermost layer of the tool-call onion, {@link runTool} as a cold Observable of one outcome.
+ * With a timeout (the tool's, or the agent's), a call that overruns it gets an error outcome saying so, and its own
+ * signal aborts with a `TimeoutError` so the tool can stop.
  */
 function executeTool$(
   run: RunState,
@@ -263,21 +290,30 @@ function executeTool$(
   onUpdate: (partial: AgentToolResult) => void,
 ): Observable<ToolOutcome> {
   const { toolCall, tool, args } = request;
+  const timeoutMs = tool.timeoutMs ?? run.toolTimeoutMs;
+  if (timeoutMs === undefined) return fromOp(() => runTool(run, toolCall, tool, args, onUpdate, run.signal));
   return defer(() => {
-    const timeoutMs = tool.timeoutMs ?? run.toolTimeoutMs;
     // One controller per run is the rule; a call gets its own only when it has a timeout to enforce.
-    const controller = timeoutMs === undefined ? undefined : new AbortController();
-    const signal = controller === undefined ? run.signal : AbortSignal.any([run.signal, controller.signal]);
-    const output$ = toolOutput$(() => tool.execute(toolCall.id, args, { signal, onUpdate, toolCall }), onUpdate);
-    return (controller === undefined ? output$ : withTimeout(output$, timeoutMs!, controller, toolCall.name)).pipe(
-      map((raw): ToolOutcome => normalizeResult(toolCall.name, raw)),
-      catchError((error: unknown) => {
-        if (run.signal.aborted) return throwError(() => error);
-        const failure = new ToolExecutionError({ toolName: toolCall.name, toolCallId: toolCall.id, cause: error });
-        return [{ result: errorResult(failure.message), isError: true, error: failure } satisfies ToolOutcome];
+    const controller = new AbortController();
+    const signal = AbortSignal.any([run.signal, controller.signal]);
+    return fromOp(() => runTool(run, toolCall, tool, args, onUpdate, signal)).pipe(
+      timeout({
+        first: timeoutMs,
+        with: () => {
+          const message = `Tool ${toolCall.name} timed out after ${timeoutMs} ms`;
+          // The reason a timed-out signal carries everywhere else (AbortSignal.timeout): a DOMException TimeoutError.
+          controller.abort(new DOMException(message, 'TimeoutError'));
+          return [failedOutcome(toolCall, new ToolTimeout(message))];
+        },
       }),
     );
   });
+}
+
+/** A failed execution as an outcome: an error result with the failure's message for the model. */
+function failedOutcome(toolCall: ToolCall, cause: unknown): ToolOutcome {
+  const failure = new ToolExecutionError({ toolName: toolCall.name, toolCallId: toolCall.id, cause });
+  return { result: errorResult(failure.message), isError: true, error: failure };
 }
 
 /** `afterToolCall`: a partial result merged over the call's outcome, field by field. */
@@ -366,18 +402,6 @@ const NO_RESULT = Symbol('no result');
 const NO_OUTCOME: CallOutcome = { result: { content: [] }, isError: true };
 
 /**
- * A tool's output as an Observable of raw results: a plain value, a Promise, or an Observable whose emissions before
- * the last are progress updates (see {@link withUpdates}).
- */
-function toolOutput$(invoke: () => unknown, onUpdate: (partial: AgentToolResult) => void): Observable<unknown> {
-  return defer(() => {
-    const output = invoke();
-    if (isObservable(output)) return withUpdates(output, onUpdate);
-    return isPromiseLike(output) ? from(output as PromiseLike<unknown>) : of(output);
-  });
-}
-
-/**
  * An Observable tool's result: its last emission (`NO_RESULT` when it emits nothing); each emission before the last is
  * reported through `onUpdate` when the next one arrives.
  */
@@ -399,23 +423,6 @@ function withUpdates(output: Observable<unknown>, onUpdate: (partial: AgentToolR
 }
 
 class ToolTimeout extends Error {}
-
-/** Fails with a timeout after `ms`, aborting the call's own signal so the tool can stop. */
-function withTimeout<T>(source$: Observable<T>, ms: number, controller: AbortController, name: string): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    const timer = asyncScheduler.schedule(() => {
-      const error = new ToolTimeout(`Tool ${name} timed out after ${ms} ms`);
-      // The reason a timed-out signal carries everywhere else (AbortSignal.timeout): a DOMException TimeoutError.
-      controller.abort(new DOMException(error.message, 'TimeoutError'));
-      subscriber.error(error);
-    }, ms);
-    const subscription = source$.subscribe(subscriber);
-    return () => {
-      timer.unsubscribe();
-      subscription.unsubscribe();
-    };
-  });
-}
 
 /** A string is one text block; anything else must look like an {@link AgentToolResult}. */
 function normalizeResult(toolName: string, raw: unknown): CallOutcome {

@@ -3,12 +3,12 @@
  * @module
  */
 import { catchError, defer, from, isObservable, map, of, throwError, type Observable } from 'rxjs';
-import { chainHooks } from '../../operators/chain-hooks.js';
-import { gateToolCall } from '../../operators/gate-tool-call.js';
-import { lastHookWins } from '../../operators/last-hook-wins.js';
-import { mergeToolResultPatch, mergeToolResults } from '../../operators/merge-tool-results.js';
-import { mergeTurnAction, mergeTurnActions, type MergedTurnAction } from '../../operators/merge-turn-actions.js';
-import { stopWhenAny } from '../../operators/stop-when-any.js';
+import { chainedRule } from '../../operators/chain-hooks.js';
+import { foldHooks, type HookRule } from '../../operators/fold-hooks.js';
+import { firstBlockWinsRule } from '../../operators/gate-tool-call.js';
+import { fieldWiseMergeRule } from '../../operators/merge-tool-results.js';
+import { chainedMergeRule, type MergedTurnAction } from '../../operators/merge-turn-actions.js';
+import { anyTrueStopsRule } from '../../operators/stop-when-any.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { ConfigurationError, HookError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
@@ -81,21 +81,22 @@ interface Entry {
 }
 
 /**
- * Composes `middleware` (in list order) and explicit hooks into one function per hook, each by its rule:
+ * Composes `middleware` (in list order) and explicit hooks into one function per hook, each by its rule (a
+ * {@link HookRule} from `cubepi/operators`, the same one its public operator folds):
  *
  * | hook | rule | operator |
  * | --- | --- | --- |
- * | `transformContext`, `transformSystemPrompt` | chained | {@link chainHooks} |
- * | `convertToLlm` | the last implementation is the only one that runs | {@link lastHookWins} |
- * | `beforeToolCall` | the first `{ block: true }` stops the chain | {@link gateToolCall} |
- * | `afterToolCall` | every one runs; partial results merge field by field | {@link mergeToolResults} |
- * | `shouldStopAfterTurn` | any `true` stops; the rest are not called | {@link stopWhenAny} |
- * | `afterModelResponse` | chained merge; the last returned decision wins | {@link mergeTurnActions} |
+ * | `transformContext`, `transformSystemPrompt` | chained ({@link chainedRule}) | `chainHooks` |
+ * | `convertToLlm` | the last implementation is the only one that runs (chained, over it alone) | `lastHookWins` |
+ * | `beforeToolCall` | the first `{ block: true }` stops the chain ({@link firstBlockWinsRule}) | `gateToolCall` |
+ * | `afterToolCall` | every one runs; partial results merge field by field ({@link fieldWiseMergeRule}) | `mergeToolResults` |
+ * | `shouldStopAfterTurn` | any `true` stops; the rest are not called ({@link anyTrueStopsRule}) | `stopWhenAny` |
+ * | `afterModelResponse` | chained merge; the last returned decision wins ({@link chainedMergeRule}) | `mergeTurnActions` |
  *
  * A hook given in `explicit` (the `Agent` constructor's options) replaces every middleware's version of it. Only the
- * hooks some middleware implements are wired. Composition happens once; each composed function runs the hooks with a
- * synchronous fast path (hooks answering plain values cost no subscription) and continues through the rule's operator
- * from the first hook that answers with a Promise or an Observable.
+ * hooks some middleware implements are wired. Composition happens once; each composed function folds its rule over
+ * the hooks synchronously while they answer with plain values (no subscription), and hands the accumulator over to
+ * {@link foldHooks} with the same rule at the first hook that answers with a Promise or an Observable.
  *
  * A hook that throws, errors or answers with the wrong shape fails with a {@link HookError} naming its middleware.
  * Throws {@link ConfigurationError} for duplicate names, a middleware that is not an object, or a hook that is not a
@@ -153,30 +154,119 @@ export function composeMiddleware(
 
 const COMPOSERS: { readonly [H in HookName]: (entries: readonly Entry[]) => NonNullable<AgentHooks[H]> } = {
   transformContext: (entries) => chain('transformContext', entries),
-  convertToLlm: (entries) => lastWins(entries),
+  // Composition kept only the last implementation: the chained rule over that one hook is the last-wins rule.
+  convertToLlm: (entries) => chain('convertToLlm', entries),
   transformSystemPrompt: (entries) => chain('transformSystemPrompt', entries),
-  beforeToolCall: (entries) => gate(entries),
-  afterToolCall: (entries) => mergeResults(entries),
-  shouldStopAfterTurn: (entries) => stopAny(entries),
-  afterModelResponse: (entries) => turnActions(entries),
+  beforeToolCall: (entries) => {
+    const rule = firstBlockWinsRule<BeforeToolCallResult>();
+    return (ctx: BeforeToolCallContext) =>
+      foldEntries('beforeToolCall', rule, entries, undefined, ctx, withContext, toolCallInput);
+  },
+  afterToolCall: (entries) => {
+    const rule = fieldWiseMergeRule<AfterToolCallResult>();
+    return (ctx: AfterToolCallContext) =>
+      foldEntries('afterToolCall', rule, entries, {}, ctx, withContext, toolResultInput);
+  },
+  shouldStopAfterTurn: (entries) => {
+    const rule = anyTrueStopsRule();
+    return (ctx: TurnEndContext) =>
+      foldEntries('shouldStopAfterTurn', rule, entries, false, ctx, withContext, turnEndInput);
+  },
+  afterModelResponse: (entries) => {
+    const rule = chainedMergeRule<AssistantMessage, Message, TurnDecision>('natural');
+    return (response: AssistantMessage, ctx: HookContext): HookResult<TurnAction> => {
+      const seed: Merged = { response, injectMessages: [], decision: undefined };
+      const merged = foldEntries('afterModelResponse', rule, entries, seed, ctx, withInput, givenInput);
+      return isObservable(merged) ? merged.pipe(map(toTurnAction)) : toTurnAction(merged);
+    };
+  },
 };
 
-/** Calls one hook synchronously; a throw becomes a HookError naming its middleware. */
-function callEntry(hook: HookName, entry: Entry, args: unknown[], input: unknown): unknown {
-  try {
-    return entry.call(...args);
-  } catch (error) {
-    throw hookError(hook, entry, input, error);
-  }
+type Chained = 'transformContext' | 'convertToLlm' | 'transformSystemPrompt';
+
+function chain<H extends Chained>(hook: H, entries: readonly Entry[]): NonNullable<AgentHooks[H]> {
+  type T = NonNullable<HookAnswers[H]>;
+  const rule = chainedRule<T>() as HookRule<T, HookAnswers[H]>;
+  const composed = (input: T, ctx: HookContext): HookResult<T> =>
+    foldEntries(hook, rule, entries, input, ctx, withInput, givenInput);
+  return composed as unknown as NonNullable<AgentHooks[H]>;
 }
 
-/** Checks a plain answer; a wrong shape becomes a HookError naming its middleware. */
-function check<H extends HookName>(hook: H, entry: Entry, answer: unknown, input: unknown): HookAnswers[H] {
-  try {
-    return checkAnswer(hook, answer);
-  } catch (error) {
-    throw hookError(hook, entry, input, error);
+/** How a hook is called: with what the rule gives it and the context (chained hooks), or with the context alone. */
+const withInput = (entry: Entry, input: unknown, ctx: unknown): unknown => entry.call(input, ctx);
+const withContext = (entry: Entry, _input: unknown, ctx: unknown): unknown => entry.call(ctx);
+/** What a HookError hashes: what a chained hook was given; the call (and result, message) for the others. */
+const givenInput = (input: unknown): unknown => input;
+const toolCallInput = (_: unknown, { toolCall, args }: BeforeToolCallContext) => ({ toolCall, args });
+const toolResultInput = (_: unknown, { toolCall, args, result }: AfterToolCallContext) => ({ toolCall, args, result });
+const turnEndInput = (_: unknown, { message }: TurnEndContext) => ({ message });
+
+/**
+ * Runs `entries` by `rule` from `seed`: synchronously while the hooks answer with plain values (no subscription, no
+ * operator), and from the first hook that answers with a Promise or an Observable, through {@link foldHooks} seeded
+ * with the accumulator so far. Both fold the same rule — its step, its early stop, what it gives the next hook — so the
+ * fast path is the operator's result, reached early. `call(entry, input, ctx)` calls one hook with what the rule gives
+ * it; `errorInput(input, ctx)` is what a HookError hashes (computed only on failure).
+ */
+function foldEntries<H extends HookName, TAcc, TInput, TCtx>(
+  hook: H,
+  rule: HookRule<TAcc, HookAnswers[H], TInput>,
+  entries: readonly Entry[],
+  seed: TAcc,
+  ctx: TCtx,
+  call: (entry: Entry, input: TInput, ctx: TCtx) => unknown,
+  errorInput: (input: TInput, ctx: TCtx) => unknown,
+): TAcc | Observable<TAcc> {
+  const { step, stop, input: inputOf } = rule;
+  let acc = seed;
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    const input = inputOf === undefined ? (acc as unknown as TInput) : inputOf(acc);
+    let answer: unknown;
+    try {
+      answer = call(entry, input, ctx);
+    } catch (error) {
+      throw hookError(hook, entry, errorInput(input, ctx), error);
+    }
+    if (isAsync(answer)) return handOver(hook, rule, entries, i, acc, ctx, call, errorInput, answer, input);
+    let checked: HookAnswers[H];
+    try {
+      checked = checkAnswer(hook, answer);
+    } catch (error) {
+      throw hookError(hook, entry, errorInput(input, ctx), error);
+    }
+    acc = step(acc, checked);
+    if (stop !== undefined && stop(acc)) return acc;
   }
+  return acc;
+}
+
+/**
+ * The fast path's hand-over: the hooks from `entries[i]` on, folded by the operator from `acc`; `entries[i]` has
+ * already answered (`pending`, given `input`), the others are called as their turn comes. (A function of its own so
+ * that {@link foldEntries} creates no closure: its variables stay on the stack.)
+ */
+function handOver<H extends HookName, TAcc, TInput, TCtx>(
+  hook: H,
+  rule: HookRule<TAcc, HookAnswers[H], TInput>,
+  entries: readonly Entry[],
+  i: number,
+  acc: TAcc,
+  ctx: TCtx,
+  call: (entry: Entry, input: TInput, ctx: TCtx) => unknown,
+  errorInput: (input: TInput, ctx: TCtx) => unknown,
+  pending: unknown,
+  input: TInput,
+): Observable<TAcc> {
+  const toHookError = (entry: Entry, given: TInput) => (error: unknown) =>
+    hookError(hook, entry, errorInput(given, ctx), error);
+  return from(entries.slice(i)).pipe(
+    foldHooks(rule, acc, (next: Entry, nextInput: TInput, k) =>
+      k === 0
+        ? answer$(hook, () => pending, toHookError(next, input))
+        : answer$(hook, () => call(next, nextInput, ctx), toHookError(next, nextInput)),
+    ),
+  );
 }
 
 function hookError(hook: HookName, entry: Entry, input: unknown, cause: unknown): HookError {
@@ -189,178 +279,25 @@ function isAsync(answer: unknown): answer is PromiseLike<unknown> | Observable<u
   return isObservable(answer) || isPromiseLike(answer);
 }
 
-/** An answer already obtained, as a checked Observable (for the operator path). */
-function checked$<H extends HookName>(
+/**
+ * A hook's answer as a checked Observable (for the operator path), `answer()` being called on subscription. A call
+ * that throws, an error or a wrong shape errors it with `toHookError(error)`.
+ */
+function answer$<H extends HookName>(
   hook: H,
-  entry: Entry,
-  answer: unknown,
-  input: unknown,
+  answer: () => unknown,
+  toHookError: (error: unknown) => HookError,
 ): Observable<HookAnswers[H]> {
-  const source: Observable<unknown> = isObservable(answer)
-    ? answer
-    : isAsync(answer)
-      ? from(answer as PromiseLike<unknown>)
-      : of(answer);
-  return source.pipe(
+  return defer(() => {
+    const value = answer();
+    return isObservable(value) ? value : isPromiseLike(value) ? from(value) : of(value);
+  }).pipe(
     map((value) => checkAnswer(hook, value)),
-    catchError((error: unknown) => throwError(() => hookError(hook, entry, input, error))),
+    catchError((error: unknown) => throwError(() => toHookError(error))),
   );
 }
 
-/** Calls a hook lazily, for the operator path: its answer as a checked Observable. */
-function invoke$<H extends HookName>(
-  hook: H,
-  entry: Entry,
-  args: unknown[],
-  input: unknown,
-): Observable<HookAnswers[H]> {
-  return defer(() => checked$(hook, entry, callEntry(hook, entry, args, input), input));
-}
-
-type Chained = 'transformContext' | 'transformSystemPrompt';
-
-function chain<H extends Chained>(hook: H, entries: readonly Entry[]): NonNullable<AgentHooks[H]> {
-  type T = NonNullable<HookAnswers[H]>;
-  const composed = (input: T, ctx: HookContext): HookResult<T> => {
-    let value = input;
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
-      const answer = callEntry(hook, entry, [value, ctx], value);
-      if (isAsync(answer)) {
-        const pending = answer;
-        return from(entries.slice(i)).pipe(
-          chainHooks<Entry, T>(value, (next, current, k) =>
-            (k === 0 ? checked$(hook, next, pending, current) : invoke$(hook, next, [current, ctx], current)).pipe(
-              map((checkedValue) => (checkedValue ?? current) as T),
-            ),
-          ),
-        );
-      }
-      value = (check(hook, entry, answer, value) ?? value) as T;
-    }
-    return value;
-  };
-  return composed as unknown as NonNullable<AgentHooks[H]>;
-}
-
-function lastWins(entries: readonly Entry[]): NonNullable<AgentHooks['convertToLlm']> {
-  // Composition kept only the last implementation; the operator states the rule for the async path.
-  const entry = entries[entries.length - 1]!;
-  return (input: Message[], ctx: HookContext): HookResult<Message[]> => {
-    const answer = callEntry('convertToLlm', entry, [input, ctx], input);
-    if (!isAsync(answer)) return check('convertToLlm', entry, answer, input) ?? input;
-    return from([entry]).pipe(
-      lastHookWins<Entry, Message[]>(input, (last) =>
-        checked$('convertToLlm', last, answer, input).pipe(map((value) => value ?? input)),
-      ),
-    );
-  };
-}
-
-function gate(entries: readonly Entry[]): NonNullable<AgentHooks['beforeToolCall']> {
-  return (ctx: BeforeToolCallContext): HookResult<BeforeToolCallResult | undefined> => {
-    const input = { toolCall: ctx.toolCall, args: ctx.args };
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
-      const answer = callEntry('beforeToolCall', entry, [ctx], input);
-      if (isAsync(answer)) {
-        const pending = answer;
-        return from(entries.slice(i)).pipe(
-          gateToolCall<Entry, BeforeToolCallResult>((next, k) =>
-            k === 0 ? checked$('beforeToolCall', next, pending, input) : invoke$('beforeToolCall', next, [ctx], input),
-          ),
-        );
-      }
-      const decision = check('beforeToolCall', entry, answer, input);
-      if (decision?.block === true) return decision;
-    }
-    return undefined;
-  };
-}
-
-function mergeResults(entries: readonly Entry[]): NonNullable<AgentHooks['afterToolCall']> {
-  return (ctx: AfterToolCallContext): HookResult<AfterToolCallResult | undefined> => {
-    const input = { toolCall: ctx.toolCall, args: ctx.args, result: ctx.result };
-    let merged: AfterToolCallResult = {};
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
-      const answer = callEntry('afterToolCall', entry, [ctx], input);
-      if (isAsync(answer)) {
-        const pending = answer;
-        const before = merged;
-        return from(entries.slice(i)).pipe(
-          mergeToolResults<Entry, AfterToolCallResult>((next, k) =>
-            k === 0 ? checked$('afterToolCall', next, pending, input) : invoke$('afterToolCall', next, [ctx], input),
-          ),
-          map((rest) => mergeToolResultPatch(before, rest)),
-        );
-      }
-      merged = mergeToolResultPatch(merged, check('afterToolCall', entry, answer, input));
-    }
-    return merged;
-  };
-}
-
-function stopAny(entries: readonly Entry[]): NonNullable<AgentHooks['shouldStopAfterTurn']> {
-  return (ctx: TurnEndContext): HookResult<boolean> => {
-    const input = { message: ctx.message };
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
-      const answer = callEntry('shouldStopAfterTurn', entry, [ctx], input);
-      if (isAsync(answer)) {
-        const pending = answer;
-        return from(entries.slice(i)).pipe(
-          stopWhenAny<Entry>((next, k) =>
-            k === 0
-              ? checked$('shouldStopAfterTurn', next, pending, input)
-              : invoke$('shouldStopAfterTurn', next, [ctx], input),
-          ),
-        );
-      }
-      if (check('shouldStopAfterTurn', entry, answer, input) === true) return true;
-    }
-    return false;
-  };
-}
-
 type Merged = MergedTurnAction<AssistantMessage, Message, TurnDecision>;
-
-function turnActions(entries: readonly Entry[]): NonNullable<AgentHooks['afterModelResponse']> {
-  return (response: AssistantMessage, ctx: HookContext): HookResult<TurnAction | undefined> => {
-    let merged: Merged = { response, injectMessages: [], decision: undefined };
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
-      const current = merged.response;
-      const answer = callEntry('afterModelResponse', entry, [current, ctx], current);
-      if (isAsync(answer)) {
-        const pending = answer;
-        const before = merged;
-        return from(entries.slice(i)).pipe(
-          mergeTurnActions<Entry, AssistantMessage, Message, TurnDecision>(current, 'natural', (next, latest, k) =>
-            k === 0
-              ? checked$('afterModelResponse', next, pending, latest)
-              : invoke$('afterModelResponse', next, [latest, ctx], latest),
-          ),
-          map((rest) => toTurnAction(concatMerged(before, rest))),
-        );
-      }
-      const action = check('afterModelResponse', entry, answer, current);
-      merged = mergeTurnAction(merged, action, 'natural');
-    }
-    return toTurnAction(merged);
-  };
-}
-
-/** The synchronous prefix, then what the operator merged from the rest. */
-function concatMerged(before: Merged, rest: Merged): Merged {
-  return {
-    response: rest.response,
-    injectMessages: rest.injectMessages.length
-      ? [...before.injectMessages, ...rest.injectMessages]
-      : before.injectMessages,
-    decision: rest.decision ?? before.decision,
-  };
-}
 
 function toTurnAction(merged: Merged): TurnAction {
   return {
