@@ -65,5 +65,5 @@ export function hookFailure<T>(): OperatorFunction<T, T | string> {
 export function observed<T>(answer: HookResult<T>): Observable<T> {
   if (!isObservable(answer))
     throw new Error(`expected the composed hook to answer with an Observable, got ${typeof answer}`);
-  return answer as Observable<T>;
+  return answer;
 }

@@ -37,12 +37,12 @@ const ev: Record<string, StreamEvent> = {
   D: { type: 'done', message: M },
   E: {
     type: 'error',
-    message: { ...M, stopReason: 'error', errorMessage: 'overloaded' } as AssistantMessage,
+    message: { ...M, stopReason: 'error', errorMessage: 'overloaded' },
     errorKind: 'unavailable',
   },
   R: {
     type: 'error',
-    message: { ...M, stopReason: 'error', errorMessage: '429' } as AssistantMessage,
+    message: { ...M, stopReason: 'error', errorMessage: '429' },
     errorKind: 'rate_limited',
     retryAfterMs: 50,
   },
@@ -302,7 +302,7 @@ describe('wrapToolCall: the onion', () => {
 describe('cancellation is never retried nor moved on, even when listed', () => {
   const A: StreamEvent = {
     type: 'error',
-    message: { ...M, stopReason: 'aborted', errorMessage: 'Run aborted' } as AssistantMessage,
+    message: { ...M, stopReason: 'aborted', errorMessage: 'Run aborted' },
     errorKind: 'aborted',
   };
 

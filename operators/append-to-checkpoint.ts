@@ -50,17 +50,17 @@ export interface AppendToCheckpointOptions {
    * at that turn's end even if the writes ahead of it take a while and the run has moved on. Without it, `extra` is
    * never saved.
    */
-  readonly extra?: () => Readonly<Record<string, unknown>>;
+  readonly extra?: (() => Readonly<Record<string, unknown>>) | undefined;
   /**
    * The `extra` record the store holds, as you last loaded or saved it. When given, a `turn_end` whose record encodes
    * the same (canonical JSON) is not written again: the store already holds it. Each subscription starts from it,
    * then from the record it last saved. Without it, `extra` is saved at every `turn_end`.
    */
-  readonly storedExtra?: Readonly<Record<string, unknown>>;
+  readonly storedExtra?: Readonly<Record<string, unknown>> | undefined;
   /** Called with the new `seq` after each append succeeded, before its `message_end` is emitted. */
-  readonly onAppended?: (seq: number) => void;
+  readonly onAppended?: ((seq: number) => void) | undefined;
   /** Called with the record after each `saveExtra` succeeded, before its `turn_end` is emitted. */
-  readonly onExtraSaved?: (extra: Readonly<Record<string, unknown>>) => void;
+  readonly onExtraSaved?: ((extra: Readonly<Record<string, unknown>>) => void) | undefined;
 }
 
 /**

@@ -40,9 +40,9 @@ export interface HookRule<TAcc, TAnswer, TInput = TAcc> {
    */
   readonly step: (acc: TAcc, answer: TAnswer) => TAcc;
   /** Early stop: once the accumulator satisfies it, it is the result and the hooks after are never called. */
-  readonly stop?: (acc: TAcc) => boolean;
+  readonly stop?: ((acc: TAcc) => boolean) | undefined;
   /** What the next hook is given, taken from the accumulator (chained rules); without it, the accumulator itself. */
-  readonly input?: (acc: TAcc) => TInput;
+  readonly input?: ((acc: TAcc) => TInput) | undefined;
 }
 
 /**

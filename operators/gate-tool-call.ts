@@ -3,8 +3,8 @@ import { foldHooks, type HookRule } from './fold-hooks.js';
 
 /** What a gate answers: `{ block: true, reason }` stops the call. */
 export interface GateDecision {
-  readonly block?: boolean;
-  readonly reason?: string;
+  readonly block?: boolean | undefined;
+  readonly reason?: string | undefined;
 }
 
 const FIRST_BLOCK_WINS: HookRule<GateDecision | undefined, GateDecision | undefined | null> = {

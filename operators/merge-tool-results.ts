@@ -5,8 +5,8 @@ import { foldHooks, type HookRule } from './fold-hooks.js';
 export interface ToolResultPatch {
   readonly content?: unknown;
   readonly details?: unknown;
-  readonly isError?: boolean;
-  readonly terminate?: boolean;
+  readonly isError?: boolean | undefined;
+  readonly terminate?: boolean | undefined;
 }
 
 const FIELD_WISE_MERGE: HookRule<ToolResultPatch, ToolResultPatch | undefined | null> = {

@@ -3,9 +3,9 @@ import { foldHooks, type HookRule } from './fold-hooks.js';
 
 /** What a turn hook answers (a `TurnAction`): the fields this rule merges. */
 export interface TurnActionLike<TResponse, TMessage, TDecision extends string> {
-  readonly response?: TResponse;
-  readonly injectMessages?: readonly TMessage[];
-  readonly decision?: TDecision;
+  readonly response?: TResponse | undefined;
+  readonly injectMessages?: readonly TMessage[] | undefined;
+  readonly decision?: TDecision | undefined;
 }
 
 /** The merged outcome: the current response, every injected message, and the winning decision (if any hook answered). */

@@ -72,6 +72,7 @@ export {
   type AfterToolCallContext,
   type AfterToolCallResult,
   type AgentHooks,
+  type ComposedHooks,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
   type HookResult,

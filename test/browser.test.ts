@@ -223,12 +223,17 @@ describe.skipIf(!haveChromium)('in a headless Chromium', () => {
     await page.goto(`${origin}/`);
     await page.waitForSelector('body[data-state]', { timeout: 30_000 });
     // A string, evaluated in the page: the tests are type-checked without the DOM library.
-    const outcome = (await page.evaluate(`({
+    const outcome = await page.evaluate<{
+      state?: string;
+      error?: string;
+      events: [string, string][];
+      userAgent: string;
+    }>(`({
       state: document.body.dataset.state,
       error: document.body.dataset.error,
       events: [...document.querySelectorAll('#events li')].map((li) => [li.dataset.type, li.textContent]),
       userAgent: navigator.userAgent,
-    })`)) as { state?: string; error?: string; events: [string, string][]; userAgent: string };
+    })`);
     console.log(`Chromium: ${outcome.userAgent}`);
     expect(problems).toEqual([]);
     expect(outcome.error).toBeUndefined();

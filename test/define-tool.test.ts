@@ -79,12 +79,12 @@ describe('defineTool', () => {
       const valid = { query: 'cats', filters: { tags: ['a'] } };
       const invalid = { query: 3, limit: 1.5, filters: { tags: ['a', 7] } };
       const first = [validateToolArguments(tool, valid), validateToolArguments(tool, invalid)];
-      for (let k = 2; k < 16; k++) validateToolArguments(tool, valid);
+      for (let k = 2; k < 16; k++) void validateToolArguments(tool, valid);
       expect(compiled).toEqual([]);
       const later = [validateToolArguments(tool, valid), validateToolArguments(tool, invalid)];
       expect(compiled.length).toBeGreaterThan(0);
       const afterCompile = compiled.length;
-      for (let k = 0; k < 50; k++) validateToolArguments(tool, valid);
+      for (let k = 0; k < 50; k++) void validateToolArguments(tool, valid);
       expect(compiled.length).toBe(afterCompile);
       expect(later).toEqual(first);
       expect(first[0]).toEqual({ ok: true, args: { query: 'cats', limit: 10, filters: { tags: ['a'] } } });

@@ -2,7 +2,7 @@
 //
 // Every ```ts (or ```typescript) block becomes a file of its own (its own module: `moduleDetection: 'force'`, so
 // names never clash between blocks), and one TypeScript program checks them all with strict settings
-// (`strict`, `noUncheckedIndexedAccess`, `verbatimModuleSyntax`). `cubepi` and its subpaths resolve the way they do for
+// (`strict`, `noUncheckedIndexedAccess`, `exactOptionalPropertyTypes`, `verbatimModuleSyntax`). `cubepi` and its subpaths resolve the way they do for
 // a user: through the package's exports map to the built `.d.ts` files in `dist/` (the project is written under
 // `.tmp/`, inside the package, so `cubepi` resolves as a self-reference and rxjs, zod and vitest from node_modules).
 // `npm test` builds before vitest runs; run alone, this test builds when `dist/` is missing.
@@ -18,9 +18,8 @@
 // A failure names the Markdown file, the line in it and the compiler's error, and keeps the generated project (under
 // `.tmp/docs-examples-*`, its path in the failure): `npx tsc -p <that directory>` reproduces the errors.
 //
-// `exactOptionalPropertyTypes` is off for now: `checkpointer.listThreads({ limit, after })` with `after` a
-// `string | undefined` (the natural paging loop in docs/checkpointing.md) fails it, because `ListThreadsOptions.after`
-// is typed `after?: string`. Turn it on here once the public option types accept `undefined`.
+// `exactOptionalPropertyTypes` is on, as in cubepi itself: the public option types accept an explicit `undefined`
+// (`listThreads({ limit, after })` with `after` a `string | undefined`), so a strict app can pass what it has.
 import { execFile } from 'node:child_process';
 import {
   existsSync,
@@ -57,7 +56,7 @@ const COMPILER_OPTIONS = {
   types: ['node'],
   strict: true,
   noUncheckedIndexedAccess: true,
-  exactOptionalPropertyTypes: false, // see above
+  exactOptionalPropertyTypes: true,
   verbatimModuleSyntax: true,
   moduleDetection: 'force',
   skipLibCheck: true,

@@ -15,7 +15,6 @@ import {
   textOf,
   type AgentEvent,
   type AgentToolResult,
-  type Checkpointer,
   type Message,
   type Provider,
   type StreamEvent,
@@ -212,7 +211,7 @@ describe('a thenable whose then throws', () => {
     const agent = new Agent({
       provider: faux,
       model: 'faux',
-      middleware: [{ name: 'thenable', transformSystemPrompt: () => throwingThen() as never }],
+      middleware: [{ name: 'thenable', transformSystemPrompt: () => throwingThen() }],
     });
     await expect(agent.prompt('go')).rejects.toBeInstanceOf(HookError);
   });
@@ -265,7 +264,7 @@ describe('thread ids', () => {
       new Agent({
         provider: new FauxProvider(),
         model: 'faux',
-        checkpointer: new MemoryCheckpointer() as Checkpointer,
+        checkpointer: new MemoryCheckpointer(),
         threadId,
       });
     expect(make).toThrow(ConfigurationError);

@@ -615,7 +615,7 @@ describe('configuration', () => {
         next({ ...call, args: { trail: [...(call.args as { trail: string[] }).trail, label] } }),
     });
     class Audit implements Middleware {
-      wrapModelCall: Middleware['wrapModelCall'] = (request, _ctx, next) => next(request);
+      wrapModelCall: NonNullable<Middleware['wrapModelCall']> = (request, _ctx, next) => next(request);
     }
     const composed = composeWrappers([tag('outer'), new Audit(), {}, tag('inner')]);
     expect(composed.layers.wrapToolCall.map((layer) => layer.name)).toEqual(['outer', 'inner']);

@@ -21,30 +21,30 @@ export interface AgentOptions extends AgentHooks, RunSettings {
    * Middlewares, composed hook by hook, each hook by its rule (docs/middleware.md). A hook given directly in these
    * options replaces every middleware's version of it.
    */
-  readonly middleware?: readonly Middleware[];
+  readonly middleware?: readonly Middleware[] | undefined;
   /** A model, or a model id served by `provider`. */
   readonly model: Model | string;
   /** The transcript to start from. */
-  readonly messages?: readonly Message[];
+  readonly messages?: readonly Message[] | undefined;
   /** How queued steering messages go in (default `one-at-a-time`). */
-  readonly steeringMode?: QueueMode;
+  readonly steeringMode?: QueueMode | undefined;
   /** How queued follow-ups go in (default `one-at-a-time`). */
-  readonly followUpMode?: QueueMode;
+  readonly followUpMode?: QueueMode | undefined;
   /** Where errors thrown by `subscribe()` listeners go (default: `console.error`). They never end a run. */
-  readonly onListenerError?: (error: unknown, event: AgentEvent) => void;
+  readonly onListenerError?: ((error: unknown, event: AgentEvent) => void) | undefined;
   /**
    * Makes the conversation durable (with `threadId`): the thread is restored before the first run, and every message
    * is appended before its `message_end` reaches anyone (see docs/checkpointing.md).
    */
-  readonly checkpointer?: Checkpointer;
+  readonly checkpointer?: Checkpointer | undefined;
 }
 
 /** Per-run options of `prompt`, `prompt$`, `resume` and `resume$`. */
 export interface RunOptions {
   /** Aborting it cancels the run like `abort()` does (reason `signal`). */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /** Cancels the run this many milliseconds after it starts (overrides the agent's `deadlineMs`). */
-  readonly deadlineMs?: number;
+  readonly deadlineMs?: number | undefined;
 }
 
 /** Throws a {@link ConfigurationError} naming the first invalid option. */
@@ -96,8 +96,10 @@ export function initialMessages(options: AgentOptions): Message[] {
 export function pickHooks(options: AgentOptions): AgentHooks {
   const hooks: Record<string, unknown> = {};
   for (const name of HOOK_NAMES) {
-    const hook = options[name];
-    if (hook !== undefined) hooks[name] = hook;
+    // Bound to the options object, so a hook written as a method of it (`beforeToolCall(ctx) { this… }`) keeps `this`.
+    const hook = (options as unknown as Record<string, unknown>)[name];
+    if (typeof hook === 'function') hooks[name] = hook.bind(options);
+    else if (hook !== undefined) hooks[name] = hook; // not a function: composeMiddleware refuses it, naming it
   }
-  return hooks as AgentHooks;
+  return hooks;
 }

@@ -17,11 +17,11 @@ export interface AgentState {
   /** A run is active. */
   readonly isStreaming: boolean;
   /** The assistant message being streamed, if any. */
-  readonly streamingMessage?: AssistantMessage;
+  readonly streamingMessage?: AssistantMessage | undefined;
   /** Ids of the tool calls being handled. */
   readonly pendingToolCalls: ReadonlySet<string>;
   /** Why the last run failed or was cancelled (cleared when a run starts). */
-  readonly errorMessage?: string;
+  readonly errorMessage?: string | undefined;
   readonly extra: Readonly<Record<string, unknown>>;
 }
 

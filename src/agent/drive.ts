@@ -20,9 +20,9 @@ export interface Suspension {
   readonly source: Observable<unknown> | PromiseLike<unknown>;
   readonly fallback: unknown;
   /** Called synchronously for each value of an Observable source (the per-delta path of a provider stream). */
-  readonly onNext?: (value: unknown) => void;
+  readonly onNext?: ((value: unknown) => void) | undefined;
   /** When the signal aborts: resume with {@link ABORTED} (the wait is torn down) instead of throwing the reason. */
-  readonly resumeOnAbort?: boolean;
+  readonly resumeOnAbort?: boolean | undefined;
 }
 
 /**
@@ -211,7 +211,7 @@ export function fromOp<T>(factory: () => Op<T>): Observable<T> {
 
 function closeQuietly(op: Op<unknown>): void {
   try {
-    op.return(undefined as never);
+    op.return(undefined);
   } catch {
     // A `finally` block that throws while the run is torn down has nobody left to tell.
   }

@@ -75,8 +75,8 @@ function checkBlock(block: unknown, allowed: readonly string[], fail: (what: str
     image: ['data', 'mimeType'],
     toolCall: ['id', 'name'],
   };
-  for (const field of fields[type as string] ?? []) {
+  for (const field of fields[type] ?? []) {
     if (typeof (block as Record<string, unknown>)[field] !== 'string')
-      fail(`a ${type as string} block needs a string \`${field}\``);
+      fail(`a ${type} block needs a string \`${field}\``);
   }
 }

@@ -24,7 +24,12 @@ export class MessageQueues {
   private steerCounter = 0;
 
   /** `modes` is read at every take (the Agent passes its options: default `one-at-a-time` for both). */
-  constructor(private readonly modes: { readonly steeringMode?: QueueMode; readonly followUpMode?: QueueMode }) {}
+  constructor(
+    private readonly modes: {
+      readonly steeringMode?: QueueMode | undefined;
+      readonly followUpMode?: QueueMode | undefined;
+    },
+  ) {}
 
   /** Whether a steering message is queued. */
   get hasSteering(): boolean {

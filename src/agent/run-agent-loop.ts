@@ -4,7 +4,7 @@
  */
 import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
-import type { AgentHooks, TurnDecision } from '../middleware/types.js';
+import type { ComposedHooks, TurnDecision } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { ConfigurationError, errorMessageOf, isAbortError, RunAbortedError } from '../types/errors.js';
 import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
@@ -30,22 +30,24 @@ export interface RunAgentLoopOptions extends RunSettings {
   readonly provider: Provider;
   readonly model: Model;
   /** The transcript before this run. Not modified. */
-  readonly history?: readonly Message[];
+  readonly history?: readonly Message[] | undefined;
   /** Messages that open the run (a prompt); empty to continue from `history`. */
-  readonly prompts?: readonly Message[];
+  readonly prompts?: readonly Message[] | undefined;
   /** The hooks, already composed (one function per hook). */
-  readonly hooks?: AgentHooks;
+  readonly hooks?: ComposedHooks | undefined;
   /** The wrapper onions, already composed (see `composeMiddleware`). */
-  readonly wrappers?: { readonly wrapModelCall?: ComposedModelCall; readonly wrapToolCall?: ComposedToolCall };
+  readonly wrappers?:
+    | { readonly wrapModelCall?: ComposedModelCall | undefined; readonly wrapToolCall?: ComposedToolCall | undefined }
+    | undefined;
   /** The name a failing hook is reported under in its `HookError`; `loop options` by default. */
-  readonly hookOwner?: string;
+  readonly hookOwner?: string | undefined;
   /** Called after the prompt and after every turn: messages to inject before the next model call. */
-  readonly getSteeringMessages?: () => readonly Message[];
+  readonly getSteeringMessages?: (() => readonly Message[]) | undefined;
   /** Called when the run would end: messages that continue it. */
-  readonly getFollowUpMessages?: () => readonly Message[];
+  readonly getFollowUpMessages?: (() => readonly Message[]) | undefined;
   /** Aborting it cancels the run the way `abort()` does (the run still emits its closing events). */
-  readonly signal?: AbortSignal;
-  readonly runId?: string;
+  readonly signal?: AbortSignal | undefined;
+  readonly runId?: string | undefined;
 }
 
 let runCounter = 0;

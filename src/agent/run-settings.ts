@@ -2,6 +2,7 @@
  * The settings a run shares between the Agent and runAgentLoop, and their validation.
  * @module
  */
+import { isList } from '../types/is-list.js';
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
@@ -9,31 +10,31 @@ import type { AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
 
 /** How a run behaves: the options `Agent` and `runAgentLoop` both take. */
 export interface RunSettings {
-  readonly systemPrompt?: string;
-  readonly tools?: readonly AnyAgentTool[];
+  readonly systemPrompt?: string | undefined;
+  readonly tools?: readonly AnyAgentTool[] | undefined;
   /** `parallel` (default): a batch's tools run concurrently; `sequential`: one after another. */
-  readonly toolExecution?: ToolExecutionMode;
+  readonly toolExecution?: ToolExecutionMode | undefined;
   /** At most this many tools run at once in a parallel batch (default: no limit). */
-  readonly toolConcurrency?: number;
+  readonly toolConcurrency?: number | undefined;
   /** A default timeout for every tool call, in milliseconds (a tool's own `timeoutMs` wins). */
-  readonly toolTimeoutMs?: number;
+  readonly toolTimeoutMs?: number | undefined;
   /** Cancels the run this many milliseconds after it starts (reason `deadline`). */
-  readonly deadlineMs?: number;
+  readonly deadlineMs?: number | undefined;
   /** The thread the conversation belongs to (given to hooks; used by checkpointers). */
-  readonly threadId?: string;
+  readonly threadId?: string | undefined;
   /** Extra state, given to hooks as `ctx.extra` (and mutable by them). */
-  readonly extra?: Record<string, unknown>;
+  readonly extra?: Record<string, unknown> | undefined;
   /** Passed to every provider call (the run's signal is added). */
-  readonly streamOptions?: Omit<StreamOptions, 'signal'>;
-  readonly toolChoice?: ToolChoice;
+  readonly streamOptions?: Omit<StreamOptions, 'signal'> | undefined;
+  readonly toolChoice?: ToolChoice | undefined;
 }
 
 /** Throws through `fail` for the first invalid setting. */
 export function validateRunSettings(
   settings: RunSettings & {
-    readonly provider?: Provider;
-    readonly model?: Model | string;
-    readonly messages?: readonly Message[];
+    readonly provider?: Provider | undefined;
+    readonly model?: Model | string | undefined;
+    readonly messages?: readonly Message[] | undefined;
   },
   fail: (what: string) => never,
 ): void {
@@ -47,9 +48,10 @@ export function validateRunSettings(
   }
   if (settings.systemPrompt !== undefined && typeof settings.systemPrompt !== 'string')
     fail('`systemPrompt` must be a string');
-  if (settings.tools !== undefined && !Array.isArray(settings.tools)) fail('`tools` must be an array');
+  if (settings.tools !== undefined && !isList(settings.tools)) fail('`tools` must be an array');
   const names = new Set<string>();
-  for (const tool of settings.tools ?? []) {
+  for (const entry of settings.tools ?? []) {
+    const tool = entry as Partial<Record<'name' | 'execute' | 'inputSchema', unknown>> | null | undefined;
     if (typeof tool?.name !== 'string' || typeof tool.execute !== 'function' || typeof tool.inputSchema !== 'object') {
       fail('every tool must be built with defineTool()');
     }

@@ -6,7 +6,7 @@ import { checkAnswer, type HookAnswers } from '../middleware/check-answer.js';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import { hashInput } from '../middleware/hash-input.js';
 import type { HookContext } from '../middleware/hook-context.js';
-import type { AgentHooks, HookResult } from '../middleware/types.js';
+import type { ComposedHooks, HookResult } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import type { ToolCall } from '../types/content.js';
 import { errorMessageOf, HookError, type HookName } from '../types/errors.js';
@@ -52,7 +52,7 @@ export interface RunState {
   readonly systemPrompt: string;
   readonly tools: readonly AnyAgentTool[];
   readonly toolsByName: ReadonlyMap<string, AnyAgentTool>;
-  readonly hooks: AgentHooks;
+  readonly hooks: ComposedHooks;
   readonly wrapModelCall: ComposedModelCall | undefined;
   readonly wrapToolCall: ComposedToolCall | undefined;
   /** When the deadline passes (ms since the epoch), if the run has one. */
@@ -140,7 +140,7 @@ export function* callHook<H extends HookName, F extends HookAnswers[H]>(
     let returned: unknown = invoke();
     if (isObservable(returned) || isPromiseLike(returned)) returned = yield wait(returned, undefined);
     const answer = checkAnswer(hook, returned);
-    return answer === undefined ? fallback : (answer as NonNullable<HookAnswers[H]>);
+    return answer === undefined ? fallback : answer;
   } catch (error) {
     if (run.signal.aborted) throw run.signal.reason;
     throw toHookError(run, hook, input, error);

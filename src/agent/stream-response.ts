@@ -165,7 +165,7 @@ export function* streamResponse(
           };
   }
   terminal ??= failure(run, turn, `Provider ${run.provider.id} stream completed without a terminal event`);
-  const message = terminal!;
+  const message = terminal;
   if (turn.streaming === undefined) emit({ type: 'message_start', runId, message });
   turn.streaming = undefined;
   if (message.stopReason === 'error' || message.stopReason === 'aborted') {

@@ -49,7 +49,7 @@ export function checkThreadId(threadId: unknown): asserts threadId is string {
 function describe(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') return typeof value;
-  return JSON.stringify(value) ?? String(value);
+  return JSON.stringify(value) ?? typeof value;
 }
 
 /** The `expectedSeq` of `append` options, checked: a non-negative integer or `undefined`. */

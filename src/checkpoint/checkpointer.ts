@@ -25,7 +25,7 @@ export interface AppendOptions {
    * Append only if the thread's stored `seq` still equals this (`0` for a thread that does not exist); otherwise
    * reject with a `ThreadConflictError` and write nothing.
    */
-  readonly expectedSeq?: number;
+  readonly expectedSeq?: number | undefined;
 }
 
 /** The result of {@link Checkpointer.append}. */
@@ -37,9 +37,9 @@ export interface AppendResult {
 /** Options of {@link Checkpointer.listThreads}. */
 export interface ListThreadsOptions {
   /** At most this many threads (a positive integer; default 100). */
-  readonly limit?: number;
+  readonly limit?: number | undefined;
   /** The `cursor` of the last thread of the previous page: list the threads created before that one. */
-  readonly after?: string;
+  readonly after?: string | undefined;
 }
 
 /** One thread in a {@link Checkpointer.listThreads} page. */

@@ -23,18 +23,18 @@ export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThr
 /** Options of {@link PostgresCheckpointer}. */
 export interface PostgresCheckpointerOptions {
   /** The schema holding the tables; created if missing. Letters, digits and `_`; default `public`. */
-  readonly schema?: string;
+  readonly schema?: string | undefined;
   /**
    * Prefix of the three tables' names (`<prefix>threads`, `<prefix>messages`, `<prefix>schema_version`), so several
    * stores can share a schema. Letters, digits and `_`; default `cubepi_`.
    */
-  readonly tablePrefix?: string;
+  readonly tablePrefix?: string | undefined;
   /**
    * Use named prepared statements (default `true`): each connection parses a statement once, and an append then sends
    * little more than its messages. Set `false` behind a pooler that cannot keep them (PgBouncer before 1.21 in
    * transaction mode).
    */
-  readonly preparedStatements?: boolean;
+  readonly preparedStatements?: boolean | undefined;
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */
@@ -366,7 +366,7 @@ export class PostgresCheckpointer implements Checkpointer {
   #checkOut(onError: (error: Error) => void): Promise<pg.PoolClient> {
     return new Promise((resolve, reject) => {
       this.#pool.connect((error, client) => {
-        if (client === undefined) return reject(error);
+        if (client === undefined) return reject(error ?? new Error('pg-pool gave neither a client nor an error'));
         client.on('error', onError);
         resolve(client);
       });

@@ -27,13 +27,13 @@ export interface SQLiteCheckpointerOptions {
    * Prefix of the three tables' names (`<prefix>threads`, `<prefix>messages`, `<prefix>schema_version`), so several
    * stores can share one file. Letters, digits and `_`; default `cubepi_`.
    */
-  readonly tablePrefix?: string;
+  readonly tablePrefix?: string | undefined;
   /**
    * `PRAGMA synchronous`, set only on a file this checkpointer opens: `'full'` (the default) makes every append
    * durable before it resolves, even across a power loss; `'normal'` skips the fsync per commit (WAL keeps the file
    * consistent, a crash of the process loses nothing, a power loss may lose the last appends).
    */
-  readonly synchronous?: 'full' | 'normal';
+  readonly synchronous?: 'full' | 'normal' | undefined;
   /**
    * How long a call may wait, in milliseconds, while another connection holds the lock it needs (a writer in another
    * process, a long transaction of yours on another `Database`): past it, the call rejects with a `CheckpointError`
@@ -46,7 +46,7 @@ export interface SQLiteCheckpointerOptions {
    * once its constructor is done. A `Database` passed in keeps its own busy timeout (better-sqlite3's default: 5 s,
    * blocking): open it with `{ timeout: 0 }` for the same behaviour.
    */
-  readonly busyTimeoutMs?: number;
+  readonly busyTimeoutMs?: number | undefined;
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */

@@ -36,7 +36,7 @@ const weather = defineTool({
   execute: async (_id, { city }, { signal }) => {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, 150);
-      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+      signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason as Error)), { once: true });
     });
     const known = CITIES[city.toLowerCase()];
     if (known === undefined) return { content: [{ type: 'text', text: `No weather data for ${city}` }], isError: true };

@@ -8,10 +8,10 @@ import type { Middleware, TurnEndContext } from './types.js';
 /** Options of {@link BudgetCap}: at least one bound. */
 export interface BudgetCapOptions {
   /** US dollars, from the models' prices (`usage.cost.total`). */
-  readonly usd?: number;
+  readonly usd?: number | undefined;
   /** Tokens (`usage.totalTokens`). */
-  readonly tokens?: number;
-  readonly name?: string;
+  readonly tokens?: number | undefined;
+  readonly name?: string | undefined;
 }
 
 /**

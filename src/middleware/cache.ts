@@ -22,8 +22,8 @@ export interface ResponseStore {
 export interface CacheOptions {
   readonly store: ResponseStore;
   /** The key of a request (default: a hash of provider, model, system prompt, messages, tools, tool choice, options). */
-  readonly key?: (request: ModelRequest) => string;
-  readonly name?: string;
+  readonly key?: ((request: ModelRequest) => string) | undefined;
+  readonly name?: string | undefined;
 }
 
 /**

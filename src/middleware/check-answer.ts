@@ -20,7 +20,7 @@ export interface HookAnswers {
 
 /** Checks one answer of `hook`: returns it typed, or throws a `TypeError` saying what was wrong. */
 export function checkAnswer<H extends HookName>(hook: H, answer: unknown): HookAnswers[H] {
-  if (answer === undefined || answer === null) return undefined as HookAnswers[H];
+  if (answer === undefined || answer === null) return undefined;
   switch (hook) {
     case 'transformContext':
     case 'convertToLlm':

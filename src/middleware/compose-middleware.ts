@@ -26,6 +26,7 @@ import {
   type AfterToolCallContext,
   type AfterToolCallResult,
   type AgentHooks,
+  type ComposedHooks,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
   type HookContext,
@@ -56,7 +57,7 @@ export type MiddlewareDescription = { readonly [H in HookName]: HookChainDescrip
 
 /** The result of {@link composeMiddleware}: one function per implemented hook, the onions, a description. */
 export interface ComposedMiddleware {
-  readonly hooks: AgentHooks;
+  readonly hooks: ComposedHooks;
   readonly wrappers: Pick<ComposedWrappers, 'wrapModelCall' | 'wrapToolCall'>;
   readonly description: MiddlewareDescription;
 }
@@ -119,14 +120,14 @@ export function composeMiddleware(
         throw new ConfigurationError(`middleware "${names[index]}": ${hook} must be a function`);
       implementers.push({ name: names[index]!, call: fn.bind(m) as Entry['call'] });
     });
-    const explicitHook = explicit[hook];
+    const explicitHook = (explicit as Record<string, unknown>)[hook];
     if (explicitHook !== undefined && typeof explicitHook !== 'function') {
       throw new ConfigurationError(`the ${hook} hook must be a function`);
     }
     let entries = implementers;
     let overridden: Entry[] = [];
     if (explicitHook !== undefined) {
-      entries = [{ name: EXPLICIT_HOOKS_NAME, call: explicitHook as Entry['call'] }];
+      entries = [{ name: EXPLICIT_HOOKS_NAME, call: explicitHook.bind(explicit) as Entry['call'] }];
       overridden = implementers;
     } else if (hook === 'convertToLlm' && implementers.length > 1) {
       entries = implementers.slice(-1);
@@ -149,7 +150,7 @@ export function composeMiddleware(
     };
     (description as Record<string, HookChainDescription>)[kind] = chain;
   }
-  return { hooks: hooks as AgentHooks, wrappers, description: description as MiddlewareDescription };
+  return { hooks: hooks, wrappers, description: description as MiddlewareDescription };
 }
 
 const COMPOSERS: { readonly [H in HookName]: (entries: readonly Entry[]) => NonNullable<AgentHooks[H]> } = {

@@ -4,6 +4,7 @@
  */
 import { catchError, isObservable, Observable, tap, throwError } from 'rxjs';
 import { ConfigurationError, HookError } from '../types/errors.js';
+import { isList } from '../types/is-list.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { hashInput } from './hash-input.js';
 import type { Middleware } from './types.js';
@@ -46,8 +47,8 @@ export type ComposedToolCall = (
 
 /** The onions of a middleware list, and their layers outermost first. */
 export interface ComposedWrappers {
-  readonly wrapModelCall?: ComposedModelCall;
-  readonly wrapToolCall?: ComposedToolCall;
+  readonly wrapModelCall?: ComposedModelCall | undefined;
+  readonly wrapToolCall?: ComposedToolCall | undefined;
   readonly layers: { readonly [W in WrapperName]: readonly WrapperLayer[] };
 }
 
@@ -66,7 +67,7 @@ interface Layer extends WrapperLayer {
  * `name` is not a non-empty string, or two names are the same.
  */
 export function middlewareNames(middleware: readonly Middleware[]): string[] {
-  if (!Array.isArray(middleware)) throw new ConfigurationError('middleware must be an array');
+  if (!isList(middleware)) throw new ConfigurationError('middleware must be an array');
   const names = middleware.map((m, index) => nameOf(m, index));
   const seen = new Set<string>();
   for (const name of names) {
@@ -88,8 +89,11 @@ function nameOf(middleware: Middleware, index: number): string {
     }
     return middleware.name;
   }
-  const className = Object.getPrototypeOf(middleware)?.constructor?.name as string | undefined;
-  return className !== undefined && className !== '' && className !== 'Object' ? className : `middleware[${index}]`;
+  const prototype = Object.getPrototypeOf(middleware) as { constructor?: { name?: unknown } } | null;
+  const className = prototype?.constructor?.name;
+  return typeof className === 'string' && className !== '' && className !== 'Object'
+    ? className
+    : `middleware[${index}]`;
 }
 
 /**
@@ -111,9 +115,9 @@ export function composeWrappers(middleware: readonly Middleware[], names?: reado
   if (names === undefined) {
     names = middlewareNames(middleware);
   } else if (
-    !Array.isArray(middleware) ||
+    !isList(middleware) ||
     !middleware.every((m) => typeof m === 'object' && m !== null) ||
-    !Array.isArray(names) ||
+    !isList(names) ||
     names.length !== middleware.length ||
     !names.every((name) => typeof name === 'string' && name !== '')
   ) {
@@ -125,7 +129,7 @@ export function composeWrappers(middleware: readonly Middleware[], names?: reado
   const build = (kind: WrapperName): Layer[] => {
     const layers: (Layer & { index: number })[] = [];
     middleware.forEach((m, index) => {
-      const fn = m[kind];
+      const fn = (m as Record<string, unknown>)[kind];
       if (fn === undefined) return;
       const name = layerNames[index]!;
       if (typeof fn !== 'function') throw new ConfigurationError(`middleware "${name}": ${kind} must be a function`);
@@ -150,7 +154,7 @@ export function composeWrappers(middleware: readonly Middleware[], names?: reado
             `in phase "retry" or "adapter" (it has phase "${phase}")`,
         );
       }
-      layers.push({ name, phase, order, nextCalls, index, call: (fn as (...args: unknown[]) => unknown).bind(m) });
+      layers.push({ name, phase, order, nextCalls, index, call: fn.bind(m) as (...args: unknown[]) => unknown });
     });
     layers.sort(
       (a, b) =>
@@ -172,8 +176,12 @@ export function composeWrappers(middleware: readonly Middleware[], names?: reado
   const describe = (layers: Layer[]): WrapperLayer[] =>
     layers.map(({ name, phase, order, nextCalls }) => ({ name, phase, order, nextCalls }));
   return {
-    ...(model.length > 0 ? { wrapModelCall: onion(model, 'wrapModelCall') as ComposedModelCall } : {}),
-    ...(tool.length > 0 ? { wrapToolCall: onion(tool, 'wrapToolCall') as ComposedToolCall } : {}),
+    ...(model.length > 0
+      ? { wrapModelCall: onion<ModelRequest, StreamEvent, ModelCallContext>(model, 'wrapModelCall') }
+      : {}),
+    ...(tool.length > 0
+      ? { wrapToolCall: onion<ToolCallRequest, ToolOutcome, ToolCallContext>(tool, 'wrapToolCall') }
+      : {}),
     layers: { wrapModelCall: describe(model), wrapToolCall: describe(tool) },
   };
 }

@@ -4,6 +4,7 @@
  */
 import { catchError, defer, throwError, type Observable } from 'rxjs';
 import { ConfigurationError } from '../types/errors.js';
+import { isList } from '../types/is-list.js';
 import type { ProviderErrorKind } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
@@ -21,8 +22,8 @@ export interface FallbackTarget {
 /** Options of {@link fallback}. */
 export interface FallbackOptions {
   /** The error kinds that move the call on (default `rate_limited`, `unavailable`, `timeout`, `context_overflow`, `auth`). */
-  readonly on?: readonly ProviderErrorKind[];
-  readonly name?: string;
+  readonly on?: readonly ProviderErrorKind[] | undefined;
+  readonly name?: string | undefined;
 }
 
 /** What moves a call on by default: failures another model may not have. */
@@ -49,10 +50,10 @@ export const FALLBACK_ERROR_KINDS: readonly ProviderErrorKind[] = [
  * fallback([{ provider: new OpenAIProvider(), model: findModel('gpt-4.1')! }])
  */
 export function fallback(targets: readonly FallbackTarget[], options: FallbackOptions = {}): Middleware {
-  if (!Array.isArray(targets) || targets.length === 0)
-    throw new ConfigurationError('fallback: give at least one target');
+  if (!isList(targets) || targets.length === 0) throw new ConfigurationError('fallback: give at least one target');
   for (const [i, target] of targets.entries()) {
-    if (typeof target?.provider?.stream !== 'function' || typeof target.model?.id !== 'string') {
+    const candidate = target as Partial<FallbackTarget> | null | undefined;
+    if (typeof candidate?.provider?.stream !== 'function' || typeof candidate.model?.id !== 'string') {
       throw new ConfigurationError(`fallback: target ${i} needs a provider and a Model`);
     }
   }

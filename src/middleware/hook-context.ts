@@ -11,7 +11,7 @@ export interface HookContext {
   readonly runId: string;
   /** The turn (model call) this hook belongs to, from 0. */
   readonly turnIndex: number;
-  readonly threadId?: string;
+  readonly threadId?: string | undefined;
   readonly model: Model;
   readonly systemPrompt: string;
   readonly tools: readonly AnyAgentTool[];
@@ -22,5 +22,5 @@ export interface HookContext {
   /** Aborts when the run is cancelled; a long hook should stop when it fires. */
   readonly signal: AbortSignal;
   /** When the run's deadline passes (milliseconds since the epoch), if it has one. */
-  readonly deadlineAt?: number;
+  readonly deadlineAt?: number | undefined;
 }

@@ -30,30 +30,30 @@ import type {
 
 /** Exponential backoff: `initialMs × factor^(n-1)`, capped at `maxMs`, spread by ±`jitter` (a fraction). */
 export interface Backoff {
-  readonly initialMs?: number;
-  readonly factor?: number;
-  readonly maxMs?: number;
-  readonly jitter?: number;
+  readonly initialMs?: number | undefined;
+  readonly factor?: number | undefined;
+  readonly maxMs?: number | undefined;
+  readonly jitter?: number | undefined;
 }
 
 /** Options of {@link retry}. */
 export interface RetryOptions {
   /** Attempts in all, the first included (default 3). */
-  readonly maxAttempts?: number;
+  readonly maxAttempts?: number | undefined;
   /** Default `{ initialMs: 500, factor: 2, maxMs: 30_000, jitter: 0.2 }`. */
-  readonly backoff?: Backoff;
+  readonly backoff?: Backoff | undefined;
   /** The error kinds worth another attempt (default the transient ones: `rate_limited`, `unavailable`, `timeout`). */
-  readonly retryOn?: readonly ProviderErrorKind[];
+  readonly retryOn?: readonly ProviderErrorKind[] | undefined;
   /**
    * Retry tools marked `idempotent: true` when they throw (default true). Other tools, and `isError` results, are
    * never retried.
    */
-  readonly tools?: boolean;
+  readonly tools?: boolean | undefined;
   /** Where backoff waits are scheduled (default `asyncScheduler`; virtual inside `TestScheduler.run()`). */
-  readonly scheduler?: SchedulerLike;
+  readonly scheduler?: SchedulerLike | undefined;
   /** The source of jitter (default `Math.random`). */
-  readonly random?: () => number;
-  readonly name?: string;
+  readonly random?: (() => number) | undefined;
+  readonly name?: string | undefined;
 }
 
 /** The transient kinds retried by default. */

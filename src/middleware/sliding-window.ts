@@ -10,7 +10,7 @@ import type { Middleware } from './types.js';
 export interface SlidingWindowOptions {
   /** The most messages the model receives. */
   readonly maxMessages: number;
-  readonly name?: string;
+  readonly name?: string | undefined;
 }
 
 /**

@@ -12,10 +12,10 @@ import type { Middleware, TurnAction } from './types.js';
 /** Options of {@link StructuredOutput}. */
 export interface StructuredOutputOptions {
   /** How many times the model is asked to correct an invalid answer (default 2). */
-  readonly maxRetries?: number;
+  readonly maxRetries?: number | undefined;
   /** Append the JSON Schema to the system prompt (default true). */
-  readonly instructions?: boolean;
-  readonly name?: string;
+  readonly instructions?: boolean | undefined;
+  readonly name?: string | undefined;
 }
 
 /** The metadata key the parsed value is stored under on the final assistant message. */

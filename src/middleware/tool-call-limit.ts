@@ -8,10 +8,10 @@ import type { BeforeToolCallContext, BeforeToolCallResult, Middleware } from './
 /** Options of {@link ToolCallLimit}: at least one bound. */
 export interface ToolCallLimitOptions {
   /** The most tool calls a run may execute. */
-  readonly perRun?: number;
+  readonly perRun?: number | undefined;
   /** The most calls of each tool a run may execute: one number for every tool, or per tool name. */
-  readonly perTool?: number | Readonly<Record<string, number>>;
-  readonly name?: string;
+  readonly perTool?: number | Readonly<Record<string, number>> | undefined;
+  readonly name?: string | undefined;
 }
 
 interface Counts {

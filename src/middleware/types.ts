@@ -30,8 +30,8 @@ export interface BeforeToolCallContext extends HookContext {
 
 /** `{ block: true }` stops the call: it is not executed and its result is an error carrying `reason`. */
 export interface BeforeToolCallResult {
-  readonly block?: boolean;
-  readonly reason?: string;
+  readonly block?: boolean | undefined;
+  readonly reason?: string | undefined;
 }
 
 /** The context of `afterToolCall`: the call and the result it produced (executed, or the error of a blocked call). */
@@ -46,10 +46,10 @@ export interface AfterToolCallContext extends HookContext {
 
 /** Fields that replace those of the tool's result; `undefined` fields leave them as they are. */
 export interface AfterToolCallResult {
-  readonly content?: readonly ToolResultContent[];
+  readonly content?: readonly ToolResultContent[] | undefined;
   readonly details?: unknown;
-  readonly isError?: boolean;
-  readonly terminate?: boolean;
+  readonly isError?: boolean | undefined;
+  readonly terminate?: boolean | undefined;
 }
 
 /** The context of `shouldStopAfterTurn`, given after `turn_end`. */
@@ -75,9 +75,9 @@ export type TurnDecision = 'natural' | 'stop' | 'loop_to_model';
  * `decision` steers the loop.
  */
 export interface TurnAction {
-  readonly response?: AssistantMessage;
-  readonly injectMessages?: readonly Message[];
-  readonly decision?: TurnDecision;
+  readonly response?: AssistantMessage | undefined;
+  readonly injectMessages?: readonly Message[] | undefined;
+  readonly decision?: TurnDecision | undefined;
 }
 
 /**
@@ -105,6 +105,17 @@ export interface AgentHooks {
 }
 
 /**
+ * The hooks as the loop calls them: one plain function per hook (`this` is not used), each already composed from
+ * every middleware that implements it. What `composeMiddleware` returns and `runAgentLoop` takes; an `AgentHooks`
+ * object whose hooks are arrow functions or bound methods is one.
+ */
+export type ComposedHooks = {
+  readonly [H in keyof AgentHooks]?:
+    | ((this: void, ...args: Parameters<NonNullable<AgentHooks[H]>>) => ReturnType<NonNullable<AgentHooks[H]>>)
+    | undefined;
+};
+
+/**
  * A middleware: any object with some of the seven hooks and an optional `name`. Only the hooks it has are wired;
  * several middlewares compose hook by hook, each hook by its own rule (see `composeMiddleware` and
  * `docs/middleware.md`). Without a `name`, a class instance is named after its class.
@@ -116,7 +127,7 @@ export interface AgentHooks {
  * }
  */
 export interface Middleware extends AgentHooks, Wrappers {
-  readonly name?: string;
+  readonly name?: string | undefined;
 }
 
 /** The name of each hook, in the order they fire within a turn. */

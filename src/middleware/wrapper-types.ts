@@ -34,9 +34,9 @@ export interface ModelRequest {
   readonly messages: readonly Message[];
   readonly systemPrompt: string;
   readonly tools: readonly ToolDefinition[];
-  readonly toolChoice?: ToolChoice;
+  readonly toolChoice?: ToolChoice | undefined;
   /** Request options (the run's signal is added to every attempt). */
-  readonly options?: Omit<StreamOptions, 'signal'>;
+  readonly options?: Omit<StreamOptions, 'signal'> | undefined;
 }
 
 /** The context of `wrapModelCall`: the turn's context and the invocation's id (every attempt shares it). */
@@ -77,11 +77,11 @@ export type ToolCallNext = (call: ToolCallRequest) => Observable<ToolOutcome>;
 /** The wrapper hooks of a middleware (see {@link Middleware}). */
 export interface Wrappers {
   /** Where the middleware's wrappers sit in the onion (default `context`). */
-  readonly phase?: WrapperPhase;
+  readonly phase?: WrapperPhase | undefined;
   /** Position within the phase, lower outer (default 0); ties keep registration order. */
-  readonly order?: number;
+  readonly order?: number | undefined;
   /** How many times the wrappers call `next` (default `once`); one value for both, or per wrapper. */
-  readonly nextCalls?: NextCalls | { readonly model?: NextCalls; readonly tool?: NextCalls };
+  readonly nextCalls?: NextCalls | { readonly model?: NextCalls; readonly tool?: NextCalls } | undefined;
   /**
    * Wraps every model call: return a cold Observable of stream events, usually built on `next(request)`. Call `next`
    * as your declaration says; every subscription to what it returns is a new attempt (a new `attemptId`). Failures of

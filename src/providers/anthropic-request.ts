@@ -24,7 +24,7 @@ export interface AnthropicRequestSettings {
   /** `max_tokens` when the request does not set `maxTokens`. */
   readonly defaultMaxTokens: number;
   /** The model's largest output, when known: `max_tokens` never asks for more. */
-  readonly modelMaxTokens?: number;
+  readonly modelMaxTokens?: number | undefined;
 }
 
 type CacheControl = Anthropic.CacheControlEphemeral;

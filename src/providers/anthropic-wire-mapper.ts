@@ -39,7 +39,7 @@ export function anthropicWireMapper(asm: MessageAssembler, model: Model): WireMa
     if (!usage) return;
     // message_delta repeats the counts cumulatively; a null or absent field keeps the message_start value.
     const read = (key: string, previous: number | undefined) =>
-      typeof usage[key] === 'number' ? (usage[key] as number) : previous;
+      typeof usage[key] === 'number' ? usage[key] : previous;
     const details = usage.output_tokens_details as { thinking_tokens?: unknown } | undefined;
     counts = {
       input: read('input_tokens', counts.input),

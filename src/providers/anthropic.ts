@@ -22,21 +22,21 @@ export interface AnthropicProviderOptions {
    * Defaults to what the SDK finds: `ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN`, then its credential profiles. Found
    * lazily, so a missing credential is an `auth` error event at the first call, not a construction error.
    */
-  readonly apiKey?: string;
+  readonly apiKey?: string | undefined;
   /** Defaults to the SDK's (`ANTHROPIC_BASE_URL`, else `https://api.anthropic.com`). */
-  readonly baseURL?: string;
+  readonly baseURL?: string | undefined;
   /** A client you configured yourself (proxy, headers, timeouts); `apiKey`, `baseURL` and `maxRetries` are then unused. */
-  readonly client?: Anthropic;
+  readonly client?: Anthropic | undefined;
   /**
    * How often the SDK itself retries a failed request before the first byte; 0 by default, so a rate limit or an
    * outage reaches you at once as a classified `error` event with `retryAfterMs`, and retrying stays a decision of
    * the run (a retry middleware), visible and cancellable.
    */
-  readonly maxRetries?: number;
+  readonly maxRetries?: number | undefined;
   /** Prompt-cache breakpoints (system prompt, last tool, last message): `short` (5 min, default), `long` (1 h), `none`. */
-  readonly cacheRetention?: CacheRetention;
+  readonly cacheRetention?: CacheRetention | undefined;
   /** The provider id stamped on messages; `anthropic` by default. */
-  readonly id?: string;
+  readonly id?: string | undefined;
 }
 
 /**

@@ -12,7 +12,7 @@ export interface ErrorClassification {
   /** A short message for `errorMessage`, naming the HTTP status and the API's error code when there were some. */
   readonly message: string;
   /** How long the API asked to wait before a retry, when it said (see {@link parseRetryAfter}). */
-  readonly retryAfterMs?: number;
+  readonly retryAfterMs?: number | undefined;
 }
 
 // Matches a class constructor whatever its parameters, so `instanceof` type-checks.
@@ -35,8 +35,8 @@ type ErrorClass = abstract new (...args: never[]) => Error;
  */
 export interface SdkErrorClasses {
   readonly APIError: ErrorClass;
-  readonly APIConnectionError?: ErrorClass;
-  readonly APIUserAbortError?: ErrorClass;
+  readonly APIConnectionError?: ErrorClass | undefined;
+  readonly APIUserAbortError?: ErrorClass | undefined;
 }
 
 /**

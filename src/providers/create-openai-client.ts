@@ -9,20 +9,20 @@ import { resolveApiKey } from './resolve-api-key.js';
 /** The connection options both OpenAI providers take. */
 export interface OpenAIClientOptions {
   /** Defaults to `OPENAI_API_KEY`. A local OpenAI-compatible server without keys accepts any string. */
-  readonly apiKey?: string;
+  readonly apiKey?: string | undefined;
   /**
    * Defaults to the SDK's (`OPENAI_BASE_URL`, else `https://api.openai.com/v1`). Point it at any OpenAI-compatible
    * server: Ollama (`http://localhost:11434/v1`), vLLM, llama.cpp's server (`http://localhost:8080/v1`).
    */
-  readonly baseURL?: string;
+  readonly baseURL?: string | undefined;
   /** A client you configured yourself (proxy, headers, organization); `apiKey`, `baseURL`, `maxRetries` are then unused. */
-  readonly client?: OpenAI;
+  readonly client?: OpenAI | undefined;
   /**
    * How often the SDK itself retries a failed request before the first byte; 0 by default, so a rate limit or an
    * outage reaches you at once as a classified `error` event with `retryAfterMs`, and retrying stays a decision of
    * the run (a retry middleware), visible and cancellable.
    */
-  readonly maxRetries?: number;
+  readonly maxRetries?: number | undefined;
 }
 
 /**

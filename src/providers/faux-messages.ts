@@ -41,16 +41,16 @@ export function fauxToolCall(
 /** Options of {@link fauxMessage}. */
 export interface FauxMessageOptions {
   /** Defaults to `toolUse` when the content has a tool call, `stop` otherwise. */
-  readonly stopReason?: StopReason;
+  readonly stopReason?: StopReason | undefined;
   /** For `stopReason: 'error'`; defaults to `Faux error`. */
-  readonly errorMessage?: string;
+  readonly errorMessage?: string | undefined;
   /** For `stopReason: 'error'`; defaults to `unknown`. */
-  readonly errorKind?: ProviderErrorKind;
+  readonly errorKind?: ProviderErrorKind | undefined;
   /** For `stopReason: 'error'`: the provider's "retry after" (on the error event and the message). */
-  readonly retryAfterMs?: number;
+  readonly retryAfterMs?: number | undefined;
   /** Reported as is instead of the provider's estimate. */
-  readonly usage?: Usage;
-  readonly responseId?: string;
+  readonly usage?: Usage | undefined;
+  readonly responseId?: string | undefined;
 }
 
 /**

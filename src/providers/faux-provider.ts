@@ -27,22 +27,22 @@ export type FauxResponse =
 /** Options of {@link FauxProvider}. */
 export interface FauxProviderOptions {
   /** The initial queue. */
-  readonly responses?: readonly FauxResponse[];
+  readonly responses?: readonly FauxResponse[] | undefined;
   /** The provider id stamped on messages; `faux` by default. */
-  readonly id?: string;
+  readonly id?: string | undefined;
   /** Characters per delta (text, thinking, argument JSON); 4 by default. */
-  readonly chunkSize?: number;
+  readonly chunkSize?: number | undefined;
   /**
    * Milliseconds between chunks. By default a response streams in one synchronous burst right after the request
    * "arrives" (one `asapScheduler` hop after subscription); with a delay, each chunk is a separate task on
    * `scheduler`, so the stream can be steered, aborted or observed mid-way.
    */
-  readonly delayMs?: number;
+  readonly delayMs?: number | undefined;
   /**
    * The scheduler for pacing (default `asyncScheduler`). Inside `TestScheduler.run()` both the start and the pacing
    * run in virtual time.
    */
-  readonly scheduler?: SchedulerLike;
+  readonly scheduler?: SchedulerLike | undefined;
 }
 
 /**

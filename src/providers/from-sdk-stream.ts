@@ -54,7 +54,7 @@ export interface SdkStreamSpec<TEvent> {
   /** The API's name, for error messages (`Anthropic`, `OpenAI Chat Completions`). */
   readonly api: string;
   /** The caller's `StreamOptions.signal`. */
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /**
    * Sends the request with `signal` (pass it to the SDK or to `fetch`: it aborts on unsubscribe, on the caller's
    * signal and on a stall); resolves once the response headers arrived, to the wire events. Called once, at
@@ -72,7 +72,7 @@ export interface SdkStreamSpec<TEvent> {
    * model): the first wire event must come within `firstEventMs` of subscribing, and each next one within `idleMs` of
    * the previous one. `Infinity` (or absent) turns a limit off.
    */
-  readonly timeouts?: StallTimeouts;
+  readonly timeouts?: StallTimeouts | undefined;
 }
 
 /** The stall limits of one request, in milliseconds; `Infinity` turns one off. */
@@ -121,7 +121,7 @@ function limit(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !(value > 0)) {
     throw new ConfigurationError(
-      `${name} must be a positive number of milliseconds (or Infinity), got ${String(value)}`,
+      `${name} must be a positive number of milliseconds (or Infinity), got ${typeof value === 'number' ? value : (JSON.stringify(value) ?? typeof value)}`,
     );
   }
   return value;

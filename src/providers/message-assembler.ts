@@ -29,9 +29,9 @@ export interface MessageAssemblerInit {
   /** The model id requested; {@link MessageAssembler.setModel} replaces it when the API reports a more precise one. */
   readonly model: string;
   /** The message's `timestamp` (ms since the epoch); defaults to `Date.now()` at construction. */
-  readonly timestamp?: number;
+  readonly timestamp?: number | undefined;
   /** Caller data copied as `metadata` onto every snapshot and the final message; left out when absent. */
-  readonly metadata?: MessageMetadata;
+  readonly metadata?: MessageMetadata | undefined;
 }
 
 /** Argument texts up to this length get a fresh preview on every delta. */
@@ -198,7 +198,7 @@ export class MessageAssembler {
   startToolCall(id: string, name: string, args?: Record<string, unknown>): ToolCallStartEvent {
     if (args === undefined) {
       const contentIndex = this.push({ type: 'toolCall', id, name, arguments: {} });
-      (this.openArguments ??= new Map()).set(contentIndex, { raw: '', previewedLength: 0 });
+      (this.openArguments ??= new Map<number, OpenArguments>()).set(contentIndex, { raw: '', previewedLength: 0 });
       return { type: 'toolcall_start', contentIndex, partial: this.current };
     }
     if (!isRecord(args)) {
@@ -221,7 +221,7 @@ export class MessageAssembler {
    */
   toolCallDelta(contentIndex: number, delta: string): ToolCallDeltaEvent {
     const block = this.blockAt(contentIndex, 'toolCall');
-    const opened = (this.openArguments ??= new Map());
+    const opened = (this.openArguments ??= new Map<number, OpenArguments>());
     let open = opened.get(contentIndex);
     if (open === undefined) {
       open = { raw: '', previewedLength: 0 };

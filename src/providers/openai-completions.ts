@@ -19,12 +19,12 @@ import { completionsWireMapper } from './openai-completions-wire-mapper.js';
 /** Options of {@link OpenAIProvider}. */
 export interface OpenAIProviderOptions extends OpenAIClientOptions {
   /** The provider id stamped on messages; `openai` by default (name a compatible server after itself: `ollama`). */
-  readonly id?: string;
+  readonly id?: string | undefined;
   /**
    * The request field that carries `StreamOptions.maxTokens`: `max_completion_tokens` (default; OpenAI's, required
    * by its reasoning models) or `max_tokens` (older OpenAI-compatible servers).
    */
-  readonly maxTokensField?: 'max_completion_tokens' | 'max_tokens';
+  readonly maxTokensField?: 'max_completion_tokens' | 'max_tokens' | undefined;
 }
 
 /**

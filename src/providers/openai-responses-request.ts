@@ -21,7 +21,7 @@ type ReasoningItem = OpenAI.Responses.ResponseReasoningItem;
  */
 export interface ReasoningSignature {
   readonly id: string;
-  readonly encrypted_content?: string;
+  readonly encrypted_content?: string | undefined;
   readonly summary: readonly { readonly type: 'summary_text'; readonly text: string }[];
 }
 
@@ -194,11 +194,16 @@ function parseReasoning(signature: string | undefined): ReasoningItem | undefine
     return undefined;
   }
   if (typeof parsed.id !== 'string' || typeof parsed.encrypted_content !== 'string') return undefined;
-  const summary = Array.isArray(parsed.summary) ? parsed.summary : [];
+  // Read as unknown: the signature is data from the transcript, its summary parts checked one by one.
+  const parts: unknown = parsed.summary;
+  const summary: readonly unknown[] = Array.isArray(parts) ? parts : [];
   return {
     type: 'reasoning',
     id: parsed.id,
-    summary: summary.map((part) => ({ type: 'summary_text', text: String(part.text ?? '') })),
+    summary: summary.map((part) => {
+      const text = (part as { text?: unknown } | null)?.text;
+      return { type: 'summary_text', text: typeof text === 'string' ? text : '' };
+    }),
     encrypted_content: parsed.encrypted_content,
   };
 }

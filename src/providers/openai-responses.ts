@@ -18,7 +18,7 @@ import { responsesWireMapper } from './openai-responses-wire-mapper.js';
 /** Options of {@link OpenAIResponsesProvider}. */
 export interface OpenAIResponsesProviderOptions extends OpenAIClientOptions {
   /** The provider id stamped on messages; `openai-responses` by default. */
-  readonly id?: string;
+  readonly id?: string | undefined;
 }
 
 /**

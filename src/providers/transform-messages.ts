@@ -54,7 +54,7 @@ export function transformMessages(messages: readonly Message[], target: Transfor
       const toolCallId = target.normalizeToolCallId(message.toolCallId);
       if (!pending.has(toolCallId)) continue; // answers a call that is not replayed
       pending.delete(toolCallId);
-      out.push(toolCallId === message.toolCallId ? message : ({ ...message, toolCallId } as ToolResultMessage));
+      out.push(toolCallId === message.toolCallId ? message : { ...message, toolCallId });
       continue;
     }
     answerPending();

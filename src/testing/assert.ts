@@ -130,7 +130,10 @@ function firstDifference(
   seen.set(actual, expected);
 
   if (actual instanceof Date) return actual.getTime() === (expected as Date).getTime() ? undefined : here;
-  if (actual instanceof RegExp) return String(actual) === String(expected) ? undefined : here;
+  if (actual instanceof RegExp) {
+    const other = expected as RegExp;
+    return actual.source === other.source && actual.flags === other.flags ? undefined : here;
+  }
   if (actual instanceof Error) {
     const error = expected as Error;
     if (actual.name !== error.name) return `${path}.name: expected ${show(error.name)}, got ${show(actual.name)}`;
@@ -237,7 +240,8 @@ function show(value: unknown): string {
       if (typeof inner === 'bigint') return `${inner}n`;
       return inner;
     });
-    return truncate(json ?? String(value));
+    // An object whose toJSON gives nothing: its tag.
+    return truncate(json ?? Object.prototype.toString.call(value));
   } catch {
     return Object.prototype.toString.call(value);
   }

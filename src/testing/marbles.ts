@@ -16,7 +16,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { runAgentLoop } from '../agent/run-agent-loop.js';
 import { composeMiddleware } from '../middleware/compose-middleware.js';
-import type { AgentHooks, Middleware, TurnEndContext } from '../middleware/types.js';
+import type { AgentHooks, ComposedHooks, Middleware, TurnEndContext } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { userMessage, type Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
@@ -81,19 +81,19 @@ export function toMarbles(mark: (event: AgentEvent) => string | undefined): Oper
 /** Options of {@link runOneTurn}. */
 export interface RunOneTurnOptions {
   /** Scripted responses for a FauxProvider (ignored when `provider` is given). */
-  readonly responses?: readonly FauxResponse[];
+  readonly responses?: readonly FauxResponse[] | undefined;
   /** Options of that FauxProvider (pacing, chunk size). */
-  readonly faux?: Omit<FauxProviderOptions, 'responses'>;
-  readonly provider?: Provider;
-  readonly model?: Model;
+  readonly faux?: Omit<FauxProviderOptions, 'responses'> | undefined;
+  readonly provider?: Provider | undefined;
+  readonly model?: Model | undefined;
   /** The prompt (default `'go'`). */
-  readonly prompt?: string | Message;
-  readonly history?: readonly Message[];
-  readonly systemPrompt?: string;
-  readonly tools?: readonly AnyAgentTool[];
-  readonly middleware?: readonly Middleware[];
+  readonly prompt?: string | Message | undefined;
+  readonly history?: readonly Message[] | undefined;
+  readonly systemPrompt?: string | undefined;
+  readonly tools?: readonly AnyAgentTool[] | undefined;
+  readonly middleware?: readonly Middleware[] | undefined;
   /** Hooks given directly, as to the Agent constructor (they replace the middleware versions). */
-  readonly hooks?: AgentHooks;
+  readonly hooks?: AgentHooks | undefined;
 }
 
 /**
@@ -114,7 +114,7 @@ export function runOneTurn(options: RunOneTurnOptions): Observable<AgentEvent> {
   const provider = options.provider ?? new FauxProvider({ ...options.faux, responses: options.responses ?? [] });
   const { hooks, wrappers } = composeMiddleware(options.middleware ?? [], options.hooks ?? {});
   const stop = hooks.shouldStopAfterTurn;
-  const oneTurn: AgentHooks = {
+  const oneTurn: ComposedHooks = {
     ...hooks,
     shouldStopAfterTurn: (ctx: TurnEndContext) => {
       if (stop === undefined) return true;

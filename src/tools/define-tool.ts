@@ -80,7 +80,7 @@ export function defineTool<TSchema extends z.ZodType, TDetails = unknown>(
 function toInputSchema(name: string, schema: z.ZodType): JsonSchema {
   let json: Record<string, unknown>;
   try {
-    json = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
+    json = z.toJSONSchema(schema, { io: 'input' });
   } catch (error) {
     throw new ConfigurationError(
       `defineTool: the parameters of tool "${name}" cannot be expressed as JSON Schema: ${(error as Error).message}`,

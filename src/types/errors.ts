@@ -54,9 +54,9 @@ export interface HookErrorDetails {
   readonly middleware: string;
   readonly hook: HookName | (string & {});
   /** The middleware's phase, when it has one. */
-  readonly phase?: string;
+  readonly phase?: string | undefined;
   /** A hash of the hook's input, to correlate failures without logging the input itself. */
-  readonly inputHash?: string;
+  readonly inputHash?: string | undefined;
   readonly cause: unknown;
 }
 
@@ -68,8 +68,8 @@ export class HookError extends CubepiError {
   readonly code = 'hook_error';
   readonly middleware: string;
   readonly hook: string;
-  readonly phase?: string;
-  readonly inputHash?: string;
+  readonly phase?: string | undefined;
+  readonly inputHash?: string | undefined;
 
   constructor(details: HookErrorDetails) {
     super(`Hook ${details.hook} of middleware "${details.middleware}" failed: ${errorMessageOf(details.cause)}`, {
@@ -130,8 +130,8 @@ export function isAbortError(error: unknown): boolean {
 export class ProviderError extends CubepiError {
   readonly code = 'provider_error';
   readonly kind: ProviderErrorKind;
-  readonly retryAfterMs?: number;
-  readonly status?: number;
+  readonly retryAfterMs?: number | undefined;
+  readonly status?: number | undefined;
 
   constructor(
     message: string,
@@ -179,11 +179,11 @@ export type CheckpointOperation = 'open' | 'load' | 'append' | 'saveExtra' | 'li
 export interface CheckpointErrorDetails {
   readonly operation: CheckpointOperation;
   /** The thread the operation was about; absent for `listThreads` and `open`. */
-  readonly threadId?: string;
+  readonly threadId?: string | undefined;
   /** The driver's error (a `SqliteError`, a `pg` error, a `TypeError` from serialisation, …). */
   readonly cause?: unknown;
   /** Replaces the generated message. */
-  readonly message?: string;
+  readonly message?: string | undefined;
 }
 
 /**
@@ -203,7 +203,7 @@ export interface CheckpointErrorDetails {
 export class CheckpointError extends CubepiError {
   readonly code: 'checkpoint_error' | 'checkpoint_corruption' | 'checkpoint_schema' = 'checkpoint_error';
   readonly operation: CheckpointOperation;
-  readonly threadId?: string;
+  readonly threadId?: string | undefined;
 
   constructor(details: CheckpointErrorDetails) {
     const where = details.threadId === undefined ? '' : ` for thread "${details.threadId}"`;
@@ -244,7 +244,7 @@ export class ThreadConflictError extends CubepiError {
  */
 export class CheckpointCorruptionError extends CheckpointError {
   override readonly code = 'checkpoint_corruption';
-  readonly seq?: number;
+  readonly seq?: number | undefined;
   readonly reason: string;
 
   constructor(threadId: string, seq: number | undefined, reason: string, options?: { cause?: unknown }) {

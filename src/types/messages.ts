@@ -3,7 +3,7 @@
  * always gives the same bytes ({@link serializeMessage}).
  * @module
  */
-import type { AssistantContent, TextContent, ToolCall, ToolResultContent, UserContent } from './content.js';
+import type { AssistantContent, ToolCall, ToolResultContent, UserContent } from './content.js';
 import type { Usage } from './usage.js';
 
 /** Free-form data a host attaches to a message; stored and restored with it, never sent to a model. */
@@ -95,7 +95,7 @@ export function toolCallsOf(message: AssistantMessage): ToolCall[] {
 export function textOf(message: Message): string {
   if (typeof message.content === 'string') return message.content;
   let text = '';
-  for (const block of message.content) if (block.type === 'text') text += (block as TextContent).text;
+  for (const block of message.content) if (block.type === 'text') text += block.text;
   return text;
 }
 

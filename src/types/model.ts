@@ -22,17 +22,17 @@ export interface Model {
   /** The id of the {@link Provider} that serves it (`anthropic`, `openai`, `faux`). */
   readonly provider: string;
   /** A human-readable name. */
-  readonly name?: string;
+  readonly name?: string | undefined;
   /** Context window in tokens. */
-  readonly contextWindow?: number;
+  readonly contextWindow?: number | undefined;
   /** Largest output in tokens. */
-  readonly maxTokens?: number;
+  readonly maxTokens?: number | undefined;
   /** Whether the model can think (extended thinking / reasoning). */
-  readonly reasoning?: boolean;
+  readonly reasoning?: boolean | undefined;
   /** Input kinds the model accepts; text only when absent. */
-  readonly input?: readonly ('text' | 'image')[];
+  readonly input?: readonly ('text' | 'image')[] | undefined;
   /** `false` for a model that cannot call tools (assumed able when absent). */
-  readonly tools?: boolean;
+  readonly tools?: boolean | undefined;
   /** Prices; usage costs 0 when absent. */
-  readonly cost?: ModelCost;
+  readonly cost?: ModelCost | undefined;
 }

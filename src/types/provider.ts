@@ -26,35 +26,35 @@ export interface StreamOptions {
    * Aborting this signal while subscribed ends the stream with an `error` event whose `stopReason` is `aborted`.
    * (Unsubscribing also aborts the request, but then nothing more is emitted.)
    */
-  readonly signal?: AbortSignal;
-  readonly temperature?: number;
-  readonly maxTokens?: number;
+  readonly signal?: AbortSignal | undefined;
+  readonly temperature?: number | undefined;
+  readonly maxTokens?: number | undefined;
   /** A thinking budget in tokens for models that think; 0 or absent leaves thinking off. */
-  readonly thinkingBudget?: number;
+  readonly thinkingBudget?: number | undefined;
   /**
    * How long to wait, from sending the request, for the stream's first event (the response headers included). A call
    * that gets nothing in time ends with an `error` event of kind `timeout` (retried by `retry()` by default) and its
    * connection is closed. Default 120 s for a model known not to reason, else 600 s (see `docs/reliability.md`);
    * `Infinity` turns it off.
    */
-  readonly firstEventTimeoutMs?: number;
+  readonly firstEventTimeoutMs?: number | undefined;
   /**
    * How long the stream may go without an event once it started (a keep-alive ping counts). A stream silent for
    * longer ends with an `error` event of kind `timeout`, keeping what it received, and its connection is closed.
    * Default 120 s for a model known not to reason, else 600 s (a reasoning model may think silently for minutes);
    * `Infinity` turns it off.
    */
-  readonly idleTimeoutMs?: number;
+  readonly idleTimeoutMs?: number | undefined;
   /** Extra fields for the provider; each provider documents the ones it reads. */
   readonly [key: string]: unknown;
 }
 
 /** The request part of {@link Provider.stream} besides the model and the messages. */
 export interface StreamRequest {
-  readonly systemPrompt?: string;
-  readonly tools?: readonly ToolDefinition[];
-  readonly toolChoice?: ToolChoice;
-  readonly options?: StreamOptions;
+  readonly systemPrompt?: string | undefined;
+  readonly tools?: readonly ToolDefinition[] | undefined;
+  readonly toolChoice?: ToolChoice | undefined;
+  readonly options?: StreamOptions | undefined;
 }
 
 /**

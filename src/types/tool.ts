@@ -14,9 +14,9 @@ import type { ToolDefinition } from './provider.js';
  */
 export interface AgentToolResult<TDetails = unknown> {
   readonly content: readonly ToolResultContent[];
-  readonly details?: TDetails;
-  readonly isError?: boolean;
-  readonly terminate?: boolean;
+  readonly details?: TDetails | undefined;
+  readonly isError?: boolean | undefined;
+  readonly terminate?: boolean | undefined;
 }
 
 /** The third argument of {@link AgentTool.execute}. */
@@ -50,14 +50,14 @@ export interface AgentTool<TSchema extends z.ZodType = z.ZodType, TDetails = unk
   /** The zod schema of the arguments; `inputSchema` is derived from it. */
   readonly parameters: TSchema;
   /** Defaults to the batch's mode (parallel unless the agent says otherwise). */
-  readonly executionMode?: ToolExecutionMode;
+  readonly executionMode?: ToolExecutionMode | undefined;
   /** A call still running after this many milliseconds is aborted and answered with a timeout error. */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /**
    * Running the same call twice has the same effect as once: a `retry` wrapper may re-run it when it throws. Tools
    * are never retried otherwise.
    */
-  readonly idempotent?: boolean;
+  readonly idempotent?: boolean | undefined;
   /**
    * Runs one call with validated arguments (zod defaults applied). A thrown error or a rejected Promise becomes an
    * error tool result carrying its message; it never ends the run.

@@ -43,11 +43,11 @@ export const EMPTY_USAGE: Usage = Object.freeze({
 
 /** Token counts without cost; {@link computeUsage} adds the total and the cost. */
 export interface TokenCounts {
-  readonly input?: number;
-  readonly output?: number;
-  readonly cacheRead?: number;
-  readonly cacheWrite?: number;
-  readonly reasoning?: number;
+  readonly input?: number | undefined;
+  readonly output?: number | undefined;
+  readonly cacheRead?: number | undefined;
+  readonly cacheWrite?: number | undefined;
+  readonly reasoning?: number | undefined;
 }
 
 /**

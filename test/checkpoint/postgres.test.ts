@@ -227,7 +227,7 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer', () => {
     }
     // Without expectedSeq both land, each batch whole.
     await Promise.all([a.append('shared', [user('a1'), user('a2')]), b.append('shared', [user('b1'), user('b2')])]);
-    const texts = (await b.load('shared'))?.messages.map((m) => m.content);
+    const texts = (await b.load('shared'))?.messages.map((m) => m.content as string);
     expect([texts?.slice(0, 2), texts?.slice(2)].map((pair) => pair?.join())).toEqual(
       expect.arrayContaining(['a1,a2', 'b1,b2']),
     );

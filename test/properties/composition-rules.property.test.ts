@@ -23,6 +23,7 @@ import {
   type AfterToolCallContext,
   type AfterToolCallResult,
   type AgentHooks,
+  type ComposedHooks,
   type AssistantMessage,
   type BeforeToolCallContext,
   type BeforeToolCallResult,
@@ -167,7 +168,7 @@ interface RuleCase<R, TInput, TAnswer> {
   /** Whether a hook is given the accumulated value (chained rules): its calls record their inputs. */
   readonly chained: boolean;
   /** Calls the composed hook. */
-  readonly callComposed: (hooks: AgentHooks) => unknown;
+  readonly callComposed: (hooks: ComposedHooks) => unknown;
   /** The rule's public operator over the hooks, `invoke` answering for one. */
   readonly operator: (
     hooks: Observable<Hook<R>>,

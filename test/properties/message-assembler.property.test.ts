@@ -56,7 +56,7 @@ const RECORDED: readonly Recording[] = (Object.keys(RECORDINGS) as RecordedApi[]
   RECORDINGS[api].flatMap((file) =>
     recordingBodies(api, file).map((body, step) => {
       const bytes = new TextEncoder().encode(body);
-      const events = recordedPayloads(body) as Wire[];
+      const events = recordedPayloads(body);
       const name = `${api}/${file}#${step}`;
       return {
         name,

@@ -63,7 +63,7 @@ function previewMismatch(preview: unknown, final: unknown, path = '$'): string |
     return final.startsWith(preview as string) ? undefined : `${path}: ${JSON.stringify(preview)} is no prefix`;
   }
   if (typeof final === 'number') {
-    return numberPrefixes(final).includes(preview as number) ? undefined : `${path}: ${preview} is no prefix`;
+    return numberPrefixes(final).includes(preview as number) ? undefined : `${path}: ${String(preview)} is no prefix`;
   }
   if (Array.isArray(final)) {
     const items = preview as unknown[];

@@ -406,11 +406,7 @@ describe('AnthropicProvider: the request', () => {
   });
 
   it('Claude 5 models get adaptive thinking for a budget (manual thinking is a 400 there); thinking: "adaptive" asks for it', async () => {
-    const five = await send(
-      [userMessage('Hi')],
-      { options: { thinkingBudget: 4096 } },
-      findModel('claude-sonnet-5-5')!,
-    );
+    const five = await send([userMessage('Hi')], { options: { thinkingBudget: 4096 } }, findModel('claude-sonnet-5-5'));
     expect(five.body.thinking).toEqual({ type: 'adaptive' });
     expect(five.body.max_tokens).toBe(32_000);
     const explicit = await send([userMessage('Hi')], { options: { thinking: 'adaptive' } });

@@ -144,7 +144,7 @@ describe('OpenAIProvider: every recorded stream', () => {
   });
 
   it('text-obfuscation-usage (newer chunk shape): 300 deltas, detailed usage with cached and reasoning counts', async () => {
-    const { message, recorded } = await replay('text-obfuscation-usage.vercel-ai.jsonl', findModel('gpt-4.1-nano')!);
+    const { message, recorded } = await replay('text-obfuscation-usage.vercel-ai.jsonl', findModel('gpt-4.1-nano'));
     expect(message.content).toEqual([{ type: 'text', text: recordedContent(recorded) }]);
     expect(message).toMatchObject({ stopReason: 'stop', model: 'gpt-4.1-nano-2025-04-14' });
     expect(message.usage).toMatchObject({ input: 16, output: 300, cacheRead: 0, reasoning: 0, totalTokens: 316 });

@@ -367,7 +367,7 @@ describe('OpenAIResponsesProvider: the request', () => {
   });
 
   it('asks a model that does not reason for no reasoning; reasoningSummary "none" leaves the summary out', async () => {
-    const plain = await send([userMessage('Hi')], {}, findModel('gpt-4.1')!);
+    const plain = await send([userMessage('Hi')], {}, findModel('gpt-4.1'));
     expect(plain.body.reasoning).toBeUndefined();
     expect(plain.body.include).toBeUndefined();
     const quiet = await send([userMessage('Hi')], { options: { reasoningSummary: 'none' } });
