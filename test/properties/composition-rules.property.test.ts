@@ -18,6 +18,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import {
   composeMiddleware,
+  EMPTY_USAGE,
   HookError,
   textOf,
   type AfterToolCallContext,
@@ -248,15 +249,7 @@ const reply = (text: string): AssistantMessage => ({
   role: 'assistant',
   content: [{ type: 'text', text }],
   stopReason: 'stop',
-  usage: {
-    input: 0,
-    output: 0,
-    cacheRead: 0,
-    cacheWrite: 0,
-    reasoning: 0,
-    totalTokens: 0,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  },
+  usage: EMPTY_USAGE,
   provider: 'p',
   model: 'm',
   timestamp: 0,
