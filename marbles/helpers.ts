@@ -1,6 +1,7 @@
 import { catchError, isObservable, of, type Observable, type OperatorFunction } from 'rxjs';
 import { expect } from 'vitest';
 import {
+  EMPTY_STATE,
   HookError,
   userMessage,
   type AssistantMessage,
@@ -26,6 +27,7 @@ export function hookContext(signal: AbortSignal = new AbortController().signal):
     systemPrompt: '',
     tools: [],
     messages: [],
+    state: EMPTY_STATE,
     extra: {},
     signal,
   };

@@ -119,7 +119,8 @@ export function appendToCheckpoint(
       const extras = new Map<AgentEvent, string>();
       return source.pipe(
         tap((event) => {
-          if (event.type === 'turn_end' && extra !== undefined) extras.set(event, encodeExtra(threadId, extra()));
+          if ((event.type === 'turn_end' || event.type === 'agent_end') && extra !== undefined)
+            extras.set(event, encodeExtra(threadId, extra()));
         }),
         materialize(),
         concatMap((notification): ObservableInput<ObservableNotification<AgentEvent>> => {
@@ -143,7 +144,7 @@ export function appendToCheckpoint(
               }),
             );
           }
-          if (event.type === 'turn_end' && extra !== undefined) {
+          if ((event.type === 'turn_end' || event.type === 'agent_end') && extra !== undefined) {
             const encoded = extras.get(event)!;
             extras.delete(event);
             if (encoded === stored) return [notification];

@@ -7,7 +7,7 @@ export { chainedRule, chainHooks } from './chain-hooks.js';
 export { executeToolCalls, type IndexedOutcome } from './execute-tool-calls.js';
 export { finalMessage } from './final-message.js';
 export { foldHooks, type HookRule } from './fold-hooks.js';
-export { firstBlockWinsRule, gateToolCall, type GateDecision } from './gate-tool-call.js';
+export { firstBlockWinsRule, gateToolCall, isFinalGateAnswer, type GateDecision } from './gate-tool-call.js';
 export { lastHookWins } from './last-hook-wins.js';
 export {
   fieldWiseMergeRule,

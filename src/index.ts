@@ -66,6 +66,26 @@ export {
   type StructuredOutputOptions,
 } from './middleware/structured-output.js';
 export { ToolCallLimit, type ToolCallLimitOptions } from './middleware/tool-call-limit.js';
+export { ToolGuard, type ToolGuardOptions, type ToolPolicy, type ToolPolicyVerdict } from './middleware/tool-guard.js';
+export {
+  Decision,
+  isHookDecision,
+  type ContinueDecision,
+  type HookDecision,
+  type PauseDecision,
+  type ReplaceDecision,
+  type StopDecision,
+} from './types/decision.js';
+export {
+  EMPTY_STATE,
+  type ContextFragment,
+  type HookState,
+  type RuntimeEvent,
+  type StateChange,
+  type StatePatch,
+} from './types/state.js';
+export { applyPatch } from './types/apply-patch.js';
+export type { ApprovalAnswer, ApprovalRequest } from './types/approval.js';
 export type { HookContext } from './middleware/hook-context.js';
 export {
   HOOK_NAMES,
@@ -80,6 +100,9 @@ export {
   type TurnAction,
   type TurnDecision,
   type TurnEndContext,
+  type BeforeToolCallAnswer,
+  type RunEndContext,
+  type RunStartAnswer,
 } from './middleware/types.js';
 export type * from './types/agent-events.js';
 export type * from './types/content.js';
@@ -112,6 +135,7 @@ export {
   type Message,
   type MessageMetadata,
   type ProviderErrorKind,
+  type ToolCallOutcome,
   type StopReason,
   type ToolResultMessage,
   type UserMessage,
@@ -127,6 +151,8 @@ export {
   InvalidStateError,
   isAbortError,
   ProviderError,
+  StaleApprovalError,
+  StatePatchConflictError,
   RunAbortedError,
   ToolExecutionError,
   type AbortReason,

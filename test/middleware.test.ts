@@ -309,7 +309,7 @@ describe('composition through the Agent (the seed examples)', () => {
     expect(description.convertToLlm).toMatchObject({ runs: ['ToLlmB'], overridden: ['ToLlmA'] });
     expect(description.transformContext.runs).toEqual(['middleware[4]']);
     expect(description.shouldStopAfterTurn.runs).toEqual([]);
-    expect(description.beforeToolCall.rule).toMatch(/first block/);
+    expect(description.beforeToolCall.rule).toMatch(/first decision wins/);
   });
 
   it('rejects duplicate middleware names at construction, with a clear error', () => {

@@ -2,7 +2,7 @@
  * The run lifecycle of an Agent: starting a run (one at a time), delivering its events, cancelling it, settling it.
  * @module
  */
-import { defer, Observable, switchMap, type Observer, type Subscriber } from 'rxjs';
+import { defer, Observable, switchMap, tap, type Observer, type Subscriber } from 'rxjs';
 import { EXPLICIT_HOOKS_NAME, type ComposedMiddleware } from '../middleware/compose-middleware.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { AgentBusyError, errorMessageOf, InvalidInputError, RunAbortedError } from '../types/errors.js';
@@ -13,7 +13,15 @@ import type { AgentStateStore } from './agent-state.js';
 import { isCheckpointFailure, type CheckpointSession } from './checkpoint-session.js';
 import type { EventHub } from './event-hub.js';
 import type { MessageQueues } from './message-queues.js';
+import type { ResumeBatch } from './resume-batch.js';
 import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
+import { addUsage, EMPTY_USAGE } from '../types/usage.js';
+
+/** What opens a run: its prompts, and a suspended batch to finish first. */
+export interface RunInput {
+  readonly prompts: Message[];
+  readonly resume?: ResumeBatch | undefined;
+}
 
 /** The active run of an Agent. */
 export interface ActiveRun {
@@ -72,7 +80,7 @@ export class AgentRuns {
   }
 
   /** A run as a cold Observable of its events: subscribing starts it, unsubscribing cancels it. */
-  toObservable(prepare: () => () => Message[], options: RunOptions | undefined): Observable<AgentEvent> {
+  toObservable(prepare: () => () => RunInput, options: RunOptions | undefined): Observable<AgentEvent> {
     return new Observable<AgentEvent>((subscriber) => {
       let run: ActiveRun;
       try {
@@ -93,7 +101,7 @@ export class AgentRuns {
    * is active and {@link InvalidInputError} for a bad `deadlineMs`.
    */
   start(
-    prompts: () => Message[],
+    input: () => RunInput,
     options: RunOptions | undefined,
     subscriber: Subscriber<AgentEvent> | undefined,
   ): ActiveRun & { result: Promise<Message[]> } {
@@ -161,6 +169,7 @@ export class AgentRuns {
           added = event.messages;
           run.ended = true;
         }
+        store.applyRunState(event);
         store.apply(event);
         if (event.type === 'agent_end' && this.current === run) this.end();
         events.emit(event);
@@ -184,7 +193,9 @@ export class AgentRuns {
           // The run's own end never got through (a failed write stopped it): end it here, with what was stored.
           run.ended = true;
           if (this.current === run) this.end();
-          deliver({ type: 'agent_end', runId, messages: stored.slice() });
+          let usage = EMPTY_USAGE;
+          for (const message of stored) if (message.role === 'assistant') usage = addUsage(usage, message.usage);
+          deliver({ type: 'agent_end', runId, messages: stored.slice(), outcome: 'failed', usage });
         }
         run.settle();
         run.subscriber?.error(error);
@@ -197,7 +208,7 @@ export class AgentRuns {
       // Nothing to restore or store: the loop delivers to the observer directly (no Subscriber per event), and starts
       // synchronously. A failure to start reaches the observer as it would through an Observable.
       try {
-        startAgentLoop(this.loopOptions(prompts(), options), controller, observer);
+        startAgentLoop(this.loopOptions(this.opened(input()), options), controller, observer);
       } catch (error) {
         // After the run's end, a throw is a bug of ours: let it surface rather than end the run twice.
         if (closed) throw error;
@@ -207,8 +218,8 @@ export class AgentRuns {
     }
     // Restored: the run starts synchronously, with no Promise in its way.
     const run$ = session.restored
-      ? defer(() => this.loop$(session, prompts(), options, controller))
-      : session.restore$().pipe(switchMap(() => this.loop$(session, prompts(), options, controller)));
+      ? defer(() => this.loop$(session, this.opened(input()), options, controller))
+      : session.restore$().pipe(switchMap(() => this.loop$(session, this.opened(input()), options, controller)));
     // eslint-disable-next-line rxjs-x/no-ignored-subscription
     run$.subscribe(observer);
     return run;
@@ -217,22 +228,34 @@ export class AgentRuns {
   /** The run itself: the loop over the current transcript, through the checkpoint sink. */
   private loop$(
     session: CheckpointSession,
-    prompts: Message[],
+    input: RunInput,
     options: RunOptions | undefined,
     controller: AbortController,
   ): Observable<AgentEvent> {
-    // The run's own controller is the loop's: abort() reaches tools, hooks and the provider in one dispatch.
-    return runAgentLoopOn(this.loopOptions(prompts, options), controller).pipe(session.sink());
+    const { store } = this.agent;
+    // The run's own controller is the loop's: abort() reaches tools, hooks and the provider in one dispatch. The state
+    // and approvals are applied before the sink, which stores them at turn and run ends as they are then.
+    return runAgentLoopOn(this.loopOptions(input, options), controller).pipe(
+      tap((event) => store.applyRunState(event)),
+      session.sink(),
+    );
+  }
+
+  /** The input of a run about to start, noting whether it resumes the suspended batch. */
+  private opened(input: RunInput): RunInput {
+    this.agent.store.resuming = input.resume !== undefined;
+    return input;
   }
 
   /** The loop's options for a run over the current transcript. */
-  private loopOptions(prompts: Message[], options: RunOptions | undefined): RunAgentLoopOptions {
+  private loopOptions(input: RunInput, options: RunOptions | undefined): RunAgentLoopOptions {
     const { provider, options: agentOptions, middleware, store, queues } = this.agent;
     return {
       provider,
       model: store.model,
       history: store.messages,
-      prompts,
+      prompts: input.prompts,
+      resume: input.resume,
       systemPrompt: store.systemPrompt,
       tools: store.tools,
       hooks: middleware.hooks,
@@ -247,7 +270,7 @@ export class AgentRuns {
       deadlineMs: options?.deadlineMs ?? agentOptions.deadlineMs,
       getSteeringMessages: () => queues.takeSteering(),
       getFollowUpMessages: () => queues.takeFollowUps(),
-      extra: store.extra,
+      state: store.hookState,
     };
   }
 

@@ -3,10 +3,14 @@
  * @module
  */
 import type { AgentEvent } from '../types/agent-events.js';
+import { applyPatch } from '../types/apply-patch.js';
+import type { ApprovalRequest } from '../types/approval.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
+import type { HookState } from '../types/state.js';
 import type { AnyAgentTool } from '../types/tool.js';
 import { EventHub } from './event-hub.js';
+import { encodeStoredExtra, type StoredApprovals } from './stored-extra.js';
 
 /** A snapshot of the agent. Arrays and sets are frozen copies: keep them, they never change. */
 export interface AgentState {
@@ -22,7 +26,12 @@ export interface AgentState {
   readonly pendingToolCalls: ReadonlySet<string>;
   /** Why the last run failed or was cancelled (cleared when a run starts). */
   readonly errorMessage?: string | undefined;
+  /** The run state's values (`state.values`; the name is kept from when hooks mutated it). */
   readonly extra: Readonly<Record<string, unknown>>;
+  /** The run state (see `docs/state.md`). */
+  readonly runState: HookState;
+  /** Approval requests a suspended run waits for, unanswered (see `agent.pending`). */
+  readonly pendingApprovals: readonly ApprovalRequest[];
 }
 
 /** What an {@link AgentStateStore} starts from. */
@@ -31,7 +40,7 @@ export interface AgentStateInit {
   readonly model: Model;
   readonly tools: readonly AnyAgentTool[];
   readonly messages: Message[];
-  readonly extra: Record<string, unknown>;
+  readonly state: HookState;
 }
 
 /**
@@ -51,7 +60,14 @@ export class AgentStateStore {
   readonly tools: readonly AnyAgentTool[];
   /** The transcript; the loop reads it as a run's history (it never changes it). */
   messages: Message[];
-  extra: Record<string, unknown>;
+  /** The run state, as the last applied patch left it. */
+  hookState: HookState;
+  /** The approvals a suspended run waits for (answered ones keep their answer until the batch resumes). */
+  approvals: StoredApprovals | undefined;
+  /** Approval requests of the run in progress, committed to {@link approvals} when it ends suspended. */
+  private tentative: ApprovalRequest[] = [];
+  /** The run in progress resumes the suspended batch: its end clears {@link approvals}. */
+  resuming = false;
   streamingMessage: AssistantMessage | undefined;
   /** The ids of the tool calls started and not yet ended (an array: usually one or a few, added and removed often). */
   pendingToolCalls: string[] = [];
@@ -68,7 +84,54 @@ export class AgentStateStore {
     this.model = init.model;
     this.tools = init.tools;
     this.messages = init.messages;
-    this.extra = init.extra;
+    this.hookState = init.state;
+  }
+
+  /** The run state's values (what hooks read as `ctx.extra`). */
+  get extra(): Readonly<Record<string, unknown>> {
+    return this.hookState.values;
+  }
+
+  /** The unanswered approval requests. */
+  get pending(): readonly ApprovalRequest[] {
+    return this.approvals === undefined ? [] : this.approvals.requests.filter((r) => r.answer === undefined);
+  }
+
+  /** The `extra` record a checkpointer keeps for this state and its approvals. */
+  storedExtra(): Record<string, unknown> {
+    return encodeStoredExtra(this.hookState, this.approvals);
+  }
+
+  /**
+   * Applies what a run changes of the state and the approvals: a patch, an approval request, a run's end (which
+   * commits its requests when it suspended). Idempotent, so it can run before the checkpoint sink (which stores what
+   * it sees at `turn_end` and `agent_end`) and again with the other events.
+   */
+  applyRunState(event: AgentEvent): void {
+    switch (event.type) {
+      case 'state_patched':
+        if (event.version !== this.hookState.version + 1) return; // applied already
+        this.hookState = applyPatch(this.hookState, event.patch, event.producer, event.eventId);
+        break;
+      case 'approval_requested':
+        if (this.tentative.some((r) => r.requestId === event.requestId)) return;
+        this.tentative.push(requestOf(event));
+        return;
+      case 'agent_end': {
+        if (event.outcome === 'suspended') {
+          if (event.pending === undefined) return; // committed already
+          this.approvals = { requests: event.pending.map(requestOf), deferred: event.deferredMessages ?? [] };
+        } else if (this.resuming) {
+          this.approvals = undefined;
+        }
+        this.resuming = false;
+        this.tentative = [];
+        break;
+      }
+      default:
+        return;
+    }
+    this.changed();
   }
 
   /** The current state (a snapshot; cheap to read repeatedly). */
@@ -111,11 +174,17 @@ export class AgentStateStore {
     this.changed();
   }
 
-  /** Makes a restored thread the transcript (and its `extra`, when it has one), then tells subscribers. */
-  restore(messages: Message[], extra: Record<string, unknown> | undefined): void {
+  /** Makes a restored thread the transcript (and its state and approvals, when it has them), then tells subscribers. */
+  restore(
+    messages: Message[],
+    stored: { readonly state: HookState; readonly approvals: StoredApprovals | undefined } | undefined,
+  ): void {
     this.messages = messages;
     this.messagesSnapshot = undefined;
-    if (extra !== undefined) this.extra = extra;
+    if (stored !== undefined) {
+      this.hookState = stored.state;
+      this.approvals = stored.approvals;
+    }
     this.changed();
   }
 
@@ -153,9 +222,19 @@ export class AgentStateStore {
       ...(this.streamingMessage !== undefined ? { streamingMessage: this.streamingMessage } : {}),
       pendingToolCalls: new FrozenSet(this.pendingToolCalls),
       ...(this.errorMessage !== undefined ? { errorMessage: this.errorMessage } : {}),
-      extra: Object.freeze({ ...this.extra }),
+      extra: this.hookState.values,
+      runState: this.hookState,
+      pendingApprovals: Object.freeze(this.pending.slice()),
     });
   }
+}
+
+/** An approval request without the event's fields. */
+function requestOf(request: ApprovalRequest): ApprovalRequest {
+  const { requestId, toolCallId, toolName, args, reason, payload } = request;
+  return payload === undefined
+    ? { requestId, toolCallId, toolName, args, reason }
+    : { requestId, toolCallId, toolName, args, reason, payload };
 }
 
 /** A Set that refuses changes, for snapshots. */

@@ -6,12 +6,14 @@
  * and the link to a checkpointer (`checkpoint-session.ts`).
  * @module
  */
-import { lastValueFrom, Observable } from 'rxjs';
+import { defer, EMPTY, lastValueFrom, Observable, switchMap } from 'rxjs';
+import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import { composeMiddleware, type MiddlewareDescription } from '../middleware/compose-middleware.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { AgentBusyError, InvalidStateError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
+import { stateFromStored } from '../types/apply-patch.js';
 import {
   initialMessages,
   pickHooks,
@@ -19,7 +21,8 @@ import {
   type AgentOptions,
   type RunOptions,
 } from './agent-options.js';
-import { busy, AgentRuns } from './agent-runs.js';
+import { busy, AgentRuns, type RunInput } from './agent-runs.js';
+import { Approvals } from './approvals.js';
 import { AgentStateStore, type AgentState } from './agent-state.js';
 import { CheckpointSession } from './checkpoint-session.js';
 import { EventHub } from './event-hub.js';
@@ -62,6 +65,7 @@ export class Agent {
   /** The thread, when the agent has a checkpointer. */
   private readonly session: CheckpointSession | undefined;
   private readonly describedMiddleware: MiddlewareDescription;
+  private readonly approvals: Approvals;
   private readonly reportListenerError: (error: unknown, event: AgentEvent) => void;
 
   constructor(options: AgentOptions) {
@@ -72,7 +76,7 @@ export class Agent {
       model,
       tools: [...(options.tools ?? [])],
       messages: initialMessages(options),
-      extra: { ...(options.extra ?? {}) },
+      state: stateFromStored(options.extra ?? {}, undefined),
     });
     const middleware = composeMiddleware(options.middleware ?? [], pickHooks(options));
     this.describedMiddleware = middleware.description;
@@ -89,6 +93,12 @@ export class Agent {
       queues: this.queues,
       events: this.events,
       session: this.session,
+    });
+    this.approvals = new Approvals({
+      store: this.store,
+      session: this.session,
+      isBusy: () => this.runs.current !== undefined,
+      restore: () => this.restore(),
     });
     this.reportListenerError =
       options.onListenerError ??
@@ -113,7 +123,7 @@ export class Agent {
   prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<Message[]> {
     return this.runs.toPromise(() => {
       const prompts = toMessages(input, 'prompt');
-      return this.runs.start(() => prompts, options, undefined);
+      return this.runs.start(() => this.runInput(prompts, 'prompt'), options, undefined);
     });
   }
 
@@ -121,7 +131,7 @@ export class Agent {
   prompt$(input: string | Message | readonly Message[], options?: RunOptions): Observable<AgentEvent> {
     return this.runs.toObservable(() => {
       const prompts = toMessages(input, 'prompt$');
-      return () => prompts;
+      return () => this.runInput(prompts, 'prompt$');
     }, options);
   }
 
@@ -131,12 +141,60 @@ export class Agent {
    * Rejects with {@link InvalidStateError} otherwise (and on an empty history), calling no model.
    */
   resume(options?: RunOptions): Promise<Message[]> {
-    return this.runs.toPromise(() => this.runs.start(() => this.resumePrompts(), options, undefined));
+    return this.runs.toPromise(() => this.runs.start(() => this.resumeInput(), options, undefined));
   }
 
   /** The run of {@link resume} as a cold Observable. */
   resume$(options?: RunOptions): Observable<AgentEvent> {
-    return this.runs.toObservable(() => () => this.resumePrompts(), options);
+    return this.runs.toObservable(() => () => this.resumeInput(), options);
+  }
+
+  /**
+   * The approval requests a suspended run waits for (a `pause` decision, e.g. a `ToolGuard` asking), unanswered. Also
+   * after a restart: `restore()` (or the first run) loads them from the checkpointer.
+   */
+  get pending(): readonly ApprovalRequest[] {
+    return this.store.pending;
+  }
+
+  /**
+   * Answers an approval request: `{ approve: true }`, `{ deny: reason }` (the model is told the reason; the call's
+   * outcome is `denied`), or `{ edit: args }` (run with these arguments, validated against the tool's schema first).
+   * The answer is stored (with a checkpointer, before anything runs). When it is the last open request of the batch,
+   * the run resumes: approved calls run, denied ones get their denial, calls that already finished are not run again,
+   * and the loop goes on; the Promise resolves like `prompt()`'s, with the messages the resumed run added. Otherwise it
+   * resolves with `[]`.
+   *
+   * Rejects with {@link StaleApprovalError} for an unknown or already answered request, {@link InvalidInputError} for
+   * a malformed answer or edited arguments that fail validation (the request stays open), {@link AgentBusyError}
+   * during a run, and the checkpointer's typed error when the answer cannot be stored (nothing runs).
+   */
+  async respond(requestId: string, answer: ApprovalAnswer, options?: RunOptions): Promise<Message[]> {
+    const complete = await this.approvals.answer(requestId, answer);
+    if (!complete) return [];
+    return this.runs.toPromise(() => this.runs.start(() => this.resumeInput(), options, undefined));
+  }
+
+  /**
+   * {@link respond} as a cold Observable: subscribing records the answer; when it completes the batch, the resumed
+   * run's events follow (unsubscribing cancels that run); otherwise it completes with no event.
+   */
+  respond$(requestId: string, answer: ApprovalAnswer, options?: RunOptions): Observable<AgentEvent> {
+    return defer(() => this.approvals.answer(requestId, answer)).pipe(
+      switchMap((complete) => (complete ? this.runs.toObservable(() => () => this.resumeInput(), options) : EMPTY)),
+    );
+  }
+
+  /**
+   * Ends a suspended run without its approvals: every call of the batch still without a result gets an `aborted`
+   * result, a closing assistant message (`stopReason: 'aborted'`, `errorMessage` with `reason`) ends the transcript,
+   * and the run's outcome is `cancelled`. Rejects with {@link InvalidStateError} when no run is suspended.
+   */
+  async abortPending(reason = 'the pending approvals were aborted', options?: RunOptions): Promise<Message[]> {
+    await this.approvals.ready();
+    return this.runs.toPromise(() =>
+      this.runs.start(() => ({ prompts: [], resume: this.approvals.batch(reason) }), options, undefined),
+    );
   }
 
   /**
@@ -222,6 +280,19 @@ export class Agent {
         }
       },
     });
+  }
+
+  /** The input of a run opened by prompts: the suspended batch first, if its answers are all in. */
+  private runInput(prompts: Message[], method: string): RunInput {
+    if (this.store.approvals === undefined) return { prompts };
+    this.approvals.checkComplete(method);
+    return { prompts, resume: this.approvals.batch() };
+  }
+
+  /** The input of `resume()`: the suspended batch if its answers are all in, else the history's next step. */
+  private resumeInput(): RunInput {
+    if (this.store.approvals !== undefined) return this.runInput([], 'resume');
+    return { prompts: this.resumePrompts() };
   }
 
   private resumePrompts(): Message[] {

@@ -8,7 +8,9 @@ import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { CheckpointError, ThreadConflictError } from '../types/errors.js';
 import type { AgentStateStore } from './agent-state.js';
+import { toolCallsOf, type Message } from '../types/messages.js';
 import { interruptedToolResults } from './interrupted-tool-results.js';
+import { decodeStoredExtra, type StoredApprovals } from './stored-extra.js';
 
 /**
  * One thread of one checkpointer, as an Agent uses it: whether the in-memory transcript is the thread's, the `seq`
@@ -54,7 +56,7 @@ export class CheckpointSession {
     const store = this.store;
     return appendToCheckpoint(this.checkpointer, this.threadId, {
       seq: this.seq,
-      extra: () => store.extra,
+      extra: () => store.storedExtra(),
       storedExtra: this.storedExtra,
       onAppended: (seq) => (this.seq = seq),
       onExtraSaved: (extra) => (this.storedExtra = extra),
@@ -69,13 +71,43 @@ export class CheckpointSession {
     this.restored = false;
   }
 
-  /** Loads the thread (closing a tool batch a crash left open) and makes it the agent's transcript, extra and seq. */
+  /**
+   * Stores the state and approvals now (an approval's answer is stored before its call runs). Rejects with the
+   * checkpointer's typed error; then the memory and the store may differ, and the next run reloads.
+   */
+  async saveNow(): Promise<void> {
+    const record = this.store.storedExtra();
+    try {
+      await this.checkpointer.saveExtra(this.threadId, record);
+    } catch (error) {
+      this.invalidate();
+      throw error;
+    }
+    this.storedExtra = copyOrUnknown(record);
+  }
+
+  /**
+   * Loads the thread and makes it the agent's transcript, state, approvals and seq. A tool batch a crash left open is
+   * closed first: each unanswered call gets an `interrupted` result — except a call waiting for an approval, and an
+   * approved call of an idempotent tool (it runs when the batch resumes). An approved call of any other tool whose
+   * result is missing may have run before the crash: it gets `interrupted`, never a second run.
+   */
   private async load(): Promise<void> {
     const { checkpointer, threadId } = this;
     const data = await checkpointer.load(threadId);
     let messages = data?.messages ?? [];
     let seq = data?.seq ?? 0;
-    const interrupted = interruptedToolResults(messages);
+    const decoded = data === null ? undefined : decodeStoredExtra(data.extra);
+    const requests = new Map((decoded?.approvals?.requests ?? []).map((r) => [r.toolCallId, r]));
+    const tools = new Map(this.store.tools.map((tool) => [tool.name, tool]));
+    const waiting = (toolCallId: string): boolean => {
+      const request = requests.get(toolCallId);
+      if (request === undefined) return false;
+      const answer = request.answer;
+      if (answer === undefined || 'deny' in answer) return true;
+      return tools.get(request.toolName)?.idempotent === true;
+    };
+    const interrupted = interruptedToolResults(messages, waiting);
     if (interrupted.length > 0) {
       ({ seq } = await checkpointer.append(threadId, interrupted, { expectedSeq: seq }));
       messages = [...messages, ...interrupted];
@@ -83,8 +115,22 @@ export class CheckpointSession {
     this.seq = seq;
     this.storedExtra = data === null ? {} : copyOrUnknown(data.extra);
     this.restored = true;
-    this.store.restore(messages, data === null ? undefined : { ...data.extra });
+    this.store.restore(
+      messages,
+      decoded === undefined ? undefined : { ...decoded, approvals: stillOpen(decoded.approvals, messages) },
+    );
   }
+}
+
+/** The approvals, if the batch they belong to is still open at the end of `messages` (else none). */
+function stillOpen(approvals: StoredApprovals | undefined, messages: readonly Message[]): StoredApprovals | undefined {
+  if (approvals === undefined) return undefined;
+  let last = messages.length - 1;
+  while (last >= 0 && messages[last]!.role === 'toolResult') last--;
+  const assistant = messages[last];
+  if (assistant?.role !== 'assistant') return undefined;
+  const calls = new Set(toolCallsOf(assistant).map((call) => call.id));
+  return approvals.requests.every((r) => calls.has(r.toolCallId)) ? approvals : undefined;
 }
 
 /** Whether a run failed because its checkpoint could not be written (or read): the store and memory may differ. */

@@ -4,19 +4,29 @@
  */
 import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
-import type { ComposedHooks, TurnDecision } from '../middleware/types.js';
-import type { AgentEvent } from '../types/agent-events.js';
+import type { HookSink } from '../middleware/hook-sink.js';
+import type { ComposedHooks, RunEndContext, TurnDecision } from '../middleware/types.js';
+import type { AgentEvent, RunOutcome } from '../types/agent-events.js';
+import { renderFragments, stateFromStored } from '../types/apply-patch.js';
+import type { ApprovalRequest } from '../types/approval.js';
+import { isHookDecision } from '../types/decision.js';
 import { ConfigurationError, errorMessageOf, isAbortError, RunAbortedError } from '../types/errors.js';
 import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
+import type { HookState } from '../types/state.js';
+import { addUsage, EMPTY_USAGE } from '../types/usage.js';
 import { drive, type Op } from './drive.js';
+import { resumeBatch, type ResumeBatch } from './resume-batch.js';
 import {
   addMessage,
   callHook,
   closingMessage,
-  errorResult,
+  errorOutcome,
+  hookContext,
   newTurn,
+  RunStopped,
+  runSink,
   turnContext,
   type RunState,
   type TurnState,
@@ -48,6 +58,16 @@ export interface RunAgentLoopOptions extends RunSettings {
   /** Aborting it cancels the run the way `abort()` does (the run still emits its closing events). */
   readonly signal?: AbortSignal | undefined;
   readonly runId?: string | undefined;
+  /**
+   * The run state before this run (as the last run left it; see `state_patched`). Without it the run starts from
+   * `extra` as its values.
+   */
+  readonly state?: HookState | undefined;
+  /**
+   * A tool batch suspended for approval to finish first, with the answers (the Agent passes it after `respond()`): the
+   * run starts with that batch instead of a model call.
+   */
+  readonly resume?: ResumeBatch | undefined;
 }
 
 let runCounter = 0;
@@ -161,7 +181,10 @@ function startLoop(
     streamOptions: options.streamOptions,
     toolChoice: options.toolChoice,
     threadId: options.threadId,
-    extra: options.extra ?? {},
+    state: options.state ?? stateFromStored(options.extra ?? {}, undefined),
+    patchCount: 0,
+    sink: undefined as unknown as HookSink,
+    outcome: undefined,
     getSteeringMessages: options.getSteeringMessages,
     getFollowUpMessages: options.getFollowUpMessages,
     transcript: [...(options.history ?? [])],
@@ -172,6 +195,7 @@ function startLoop(
     turnIndex: 0,
     turn: undefined,
   };
+  (run as { sink: HookSink }).sink = runSink(run);
 
   let finished = false;
   // What the run holds outside itself, released when it ends (a consumer that is not an Observable's subscriber
@@ -181,7 +205,7 @@ function startLoop(
     deadline?.unsubscribe();
   };
   const teardownDriver = drive(
-    loop(run, options.prompts ?? []),
+    loop(run, options.prompts ?? [], options.resume),
     {
       complete: () => {
         finished = true;
@@ -210,43 +234,110 @@ function externalReason(signal: AbortSignal): unknown {
   return isAbortError(signal.reason) ? signal.reason : new RunAbortedError('signal');
 }
 
-/** The run: turns until nothing is left to do, then `agent_end`. */
-function* loop(run: RunState, prompts: readonly Message[]): Op<void> {
+/** The run: `onRunStart`, a resumed batch if any, turns until nothing is left to do, `onRunEnd`, then `agent_end`. */
+function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch | undefined): Op<void> {
   run.emit({ type: 'agent_start', runId: run.runId });
   let failure: unknown;
   let hasFailure = false;
+  let pendingRequests: readonly ApprovalRequest[] | undefined;
+  let deferred: readonly Message[] = [];
   try {
+    yield* runStart(run);
+    let more = false;
+    if (resume !== undefined) {
+      const batch = yield* resumeBatch(run, resume);
+      if (resume.abort !== undefined) throw new RunAbortedError('abort', `Run aborted: ${resume.abort}`);
+      more = !batch.terminate;
+      if (batch.terminate) run.outcome = 'stopped';
+    }
     let pending: readonly Message[] = [...prompts, ...(run.getSteeringMessages?.() ?? [])];
-    outer: for (;;) {
-      let more = true;
-      while (more || pending.length > 0) {
-        const next = yield* turn(run, pending);
-        pending = [];
-        if (next === 'end') break outer;
-        more = next === 'more';
-        pending = run.getSteeringMessages?.() ?? [];
+    if (resume === undefined || more || pending.length > 0) {
+      outer: for (;;) {
+        if (resume === undefined) more = true;
+        while (more || pending.length > 0) {
+          const next = yield* turn(run, pending);
+          pending = [];
+          if (next === 'end') break outer;
+          if (next === 'suspend') {
+            pendingRequests = run.turn?.held ?? [];
+            deferred = run.turn?.deferred ?? [];
+            run.turn = undefined;
+            run.outcome = 'suspended';
+            break outer;
+          }
+          more = next === 'more';
+          pending = run.getSteeringMessages?.() ?? [];
+        }
+        pending = run.getFollowUpMessages?.() ?? [];
+        if (pending.length === 0) break;
+        resume = undefined;
       }
-      pending = run.getFollowUpMessages?.() ?? [];
-      if (pending.length === 0) break;
     }
   } catch (error) {
-    const aborted = run.signal.aborted && isAbortError(error);
-    if (!aborted) {
+    if (error instanceof RunStopped) {
+      // A stop decision: an ordinary end, typed by the decision (the transcript closes as for a failure or a cancel).
+      run.outcome = error.outcome;
+      run.abort(error);
+      closeRun(run, error.outcome === 'cancelled', error);
+    } else {
+      const aborted = (run.signal.aborted && isAbortError(error)) || error instanceof RunAbortedError;
+      run.outcome = aborted ? 'cancelled' : 'failed';
+      if (!aborted) {
+        hasFailure = true;
+        failure = error;
+      }
+      // Whatever is still running (sibling tools, a hook) must stop: the run is over.
+      if (!run.signal.aborted) run.abort(error);
+      closeRun(run, aborted, error);
+    }
+  }
+  const outcome = run.outcome ?? 'completed';
+  try {
+    yield* runEnd(run, outcome);
+  } catch (error) {
+    // A failing onRunEnd fails a run that had not failed yet; a cancelled run does not wait for it.
+    if (!hasFailure && !(run.signal.aborted && isAbortError(error))) {
       hasFailure = true;
       failure = error;
-      // Whatever is still running (sibling tools, a hook) must stop: the run is over.
-      run.abort(error);
+      run.outcome = 'failed';
     }
-    closeRun(run, aborted, error);
   }
-  run.emit({ type: 'agent_end', runId: run.runId, messages: run.newMessages.slice() });
+  let usage = EMPTY_USAGE;
+  for (const message of run.newMessages) if (message.role === 'assistant') usage = addUsage(usage, message.usage);
+  run.emit({
+    type: 'agent_end',
+    runId: run.runId,
+    messages: run.newMessages.slice(),
+    outcome: run.outcome ?? outcome,
+    usage,
+    ...(pendingRequests === undefined ? {} : { pending: pendingRequests }),
+    ...(deferred.length === 0 ? {} : { deferredMessages: deferred }),
+  });
   if (hasFailure) throw failure;
 }
 
-/** What a turn tells the loop: stop the run, call the model again, or go on only if something is queued. */
-type TurnOutcome = 'end' | 'more' | 'idle';
+/** `onRunStart`: every middleware's, in order; a `stop` decision ends the run before its first model call. */
+function* runStart(run: RunState): Op<void> {
+  const start = run.hooks.onRunStart;
+  if (start === undefined) return;
+  const ctx = hookContext(run, run.turnIndex);
+  const answer = yield* callHook(run, 'onRunStart', undefined, () => start(ctx), undefined);
+  if (isHookDecision(answer) && answer.kind === 'stop') throw new RunStopped(answer.outcome, answer.reason);
+}
+
+/** `onRunEnd`: every middleware's, in order, with the outcome; their patches are applied before `agent_end`. */
+function* runEnd(run: RunState, outcome: RunOutcome): Op<void> {
+  const end = run.hooks.onRunEnd;
+  if (end === undefined) return;
+  const ctx = { ...hookContext(run, run.turnIndex), newMessages: run.newMessages.slice() } as RunEndContext;
+  yield* callHook(run, 'onRunEnd', { outcome }, () => end(ctx, outcome), undefined);
+}
+
+/** What a turn tells the loop: stop the run, call the model again, go on only if something is queued, or suspend. */
+type TurnOutcome = 'end' | 'more' | 'idle' | 'suspend';
 
 function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
+  run.outcome = undefined; // how the run ends is decided by its last turn
   const state = newTurn(run.turnIndex++);
   run.turn = state;
   run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
@@ -255,6 +346,8 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
 
   const { hooks } = run;
   let context: readonly Message[] = run.transcript;
+  // Context fragments (from state patches) follow the system prompt, before transformSystemPrompt sees it.
+  const fragments = run.state.contextFragments;
   if (hooks.transformContext !== undefined) {
     const transform = hooks.transformContext;
     const ctx = turnContext(run, state);
@@ -270,7 +363,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   // Without hooks the provider gets the transcript itself, not a copy: a copy per model call would make a run
   // O(turns²). It does not change while the call is in flight (the loop appends only after the terminal event);
   // a provider that keeps it beyond its call must copy it (the Provider contract says so).
-  let systemPrompt = run.systemPrompt;
+  let systemPrompt = fragments.length === 0 ? run.systemPrompt : renderFragments(run.systemPrompt, fragments);
   if (hooks.transformSystemPrompt !== undefined) {
     const transform = hooks.transformSystemPrompt;
     const ctx = turnContext(run, state);
@@ -280,6 +373,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
 
   const response = yield* streamResponse(run, state, context, systemPrompt);
   if (response.stopReason === 'error' || response.stopReason === 'aborted') {
+    run.outcome = response.stopReason === 'error' ? 'failed' : 'cancelled';
     endTurn(run, state, response, []);
     return 'end';
   }
@@ -313,6 +407,7 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
         state,
         calls,
         'Tool call not executed: the run was stopped after this response',
+        'aborted',
       ).results;
     } else if (final.stopReason === 'length') {
       results = answerUnexecuted(
@@ -320,9 +415,16 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
         state,
         calls,
         'Tool call not executed: the response hit the output token limit, so its arguments may be cut off. Re-issue the call.',
+        'error',
       ).results;
     } else {
       const batch = yield* runToolBatch(run, state, final, calls);
+      if (batch.held.length > 0) {
+        // Suspended: the held calls get no result in this run (the turn is not over: no turn_end); messages a hook
+        // injected go after the resumed batch's results, so a call and its result stay adjacent.
+        state.deferred = inject;
+        return 'suspend';
+      }
       results = batch.results;
       terminate = batch.terminate;
     }
@@ -330,7 +432,10 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
   for (let i = 0; i < inject.length; i++) addMessage(run, inject[i]!);
   endTurn(run, state, final, results);
 
-  if (decision === 'stop') return 'end';
+  if (decision === 'stop') {
+    run.outcome = 'stopped';
+    return 'end';
+  }
   if (hooks.shouldStopAfterTurn !== undefined) {
     const shouldStop = hooks.shouldStopAfterTurn;
     const ctx = turnContext(run, state);
@@ -342,9 +447,13 @@ function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
       context: ctx,
     };
     const stop = yield* callHook(run, 'shouldStopAfterTurn', { message: final }, () => shouldStop(turnEnd), false);
-    if (stop === true) return 'end';
+    if (stop === true) {
+      run.outcome = 'stopped';
+      return 'end';
+    }
   }
   if (decision === 'loop_to_model') return 'more';
+  if (terminate) run.outcome = 'stopped';
   return calls.length > 0 && !terminate ? 'more' : 'idle';
 }
 
@@ -438,11 +547,13 @@ function answerOpenCalls(
   if (state.calls.length === 0) openCalls(state, toolCallsOf(assistant));
   const text = aborted
     ? 'Tool call aborted: the run was cancelled'
-    : `Tool call not completed: the run ended because of an error (${errorMessageOf(reason)})`;
+    : reason instanceof RunStopped
+      ? `Tool call not completed: the run was stopped (${reason.reason})`
+      : `Tool call not completed: the run ended because of an error (${errorMessageOf(reason)})`;
   for (let index = 0; index < state.calls.length; index++) {
     if (state.outcomes[index] !== undefined) continue;
     if (!state.started[index]) startCall(run, state, index);
-    finishCall(run, state, index, { result: errorResult(text), isError: true });
+    finishCall(run, state, index, errorOutcome(text, 'aborted'));
   }
   for (let index = 0; index < state.calls.length; index++) emitResultMessage(run, state, index);
 }

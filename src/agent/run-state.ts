@@ -6,11 +6,15 @@ import { checkAnswer, type HookAnswers } from '../middleware/check-answer.js';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import { hashInput } from '../middleware/hash-input.js';
 import type { HookContext } from '../middleware/hook-context.js';
+import { HOOK_SINK, type HookSink } from '../middleware/hook-sink.js';
 import type { ComposedHooks, HookResult } from '../middleware/types.js';
-import type { AgentEvent } from '../types/agent-events.js';
+import type { AgentEvent, RunOutcome } from '../types/agent-events.js';
+import { applyPatch, patchedKeys } from '../types/apply-patch.js';
+import type { ApprovalRequest } from '../types/approval.js';
 import type { ToolCall } from '../types/content.js';
-import { errorMessageOf, HookError, type HookName } from '../types/errors.js';
-import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
+import { errorMessageOf, HookError, StatePatchConflictError, type HookName } from '../types/errors.js';
+import type { AssistantMessage, Message, ToolCallOutcome, ToolResultMessage } from '../types/messages.js';
+import type { HookState, StatePatch } from '../types/state.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AgentToolResult, AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
@@ -23,6 +27,17 @@ import { wait, type Op } from './drive.js';
 export interface CallOutcome {
   readonly result: AgentToolResult;
   readonly isError: boolean;
+  readonly outcome: ToolCallOutcome;
+}
+
+/** A run ended by a `stop` decision: not a failure of the run's machinery, an ordinary (typed) end. */
+export class RunStopped extends Error {
+  constructor(
+    readonly outcome: 'failed' | 'cancelled',
+    readonly reason: string,
+  ) {
+    super(reason);
+  }
 }
 
 /** What the loop knows about the turn in progress, so that an interrupted turn can be closed consistently. */
@@ -42,6 +57,15 @@ export interface TurnState {
   resultMessages: (ToolResultMessage | undefined)[];
   /** The hooks' context, built at the first hook of the turn ({@link turnContext}). */
   ctx: HookContext | undefined;
+  /** Calls held for approval (`pause`), in the model's order: the batch suspends the run after the others. */
+  held: ApprovalRequest[];
+  /** Messages a hook injected in a turn that suspended: added after the resumed batch. */
+  deferred: readonly Message[];
+  /**
+   * In a parallel batch of several calls: which call (by index) last changed each state key, so that two calls'
+   * patches to one key are a conflict.
+   */
+  batchKeys: Map<string, { readonly call: number; readonly producer: string }> | undefined;
 }
 
 /** Everything a run's steps share. Built once per run. */
@@ -67,7 +91,14 @@ export interface RunState {
   readonly streamOptions: Omit<StreamOptions, 'signal'> | undefined;
   readonly toolChoice: ToolChoice | undefined;
   readonly threadId: string | undefined;
-  readonly extra: Record<string, unknown>;
+  /** The run state: replaced (never changed) by each applied patch. */
+  state: HookState;
+  /** Patches applied in this run, for their event ids. */
+  patchCount: number;
+  /** Where composed hooks report patches and skipped failures (put on every hook context). */
+  readonly sink: HookSink;
+  /** How the run ends, once known (a stop decision, a suspension, a hook's `stop`). */
+  outcome: RunOutcome | undefined;
   readonly getSteeringMessages: (() => readonly Message[]) | undefined;
   readonly getFollowUpMessages: (() => readonly Message[]) | undefined;
   /** The whole transcript: history, then what this run added. */
@@ -98,6 +129,9 @@ export function newTurn(index: number): TurnState {
     outcomes: NO_CALLS as never[],
     resultMessages: NO_CALLS as never[],
     ctx: undefined,
+    held: [],
+    deferred: [],
+    batchKeys: undefined,
   };
 }
 
@@ -109,6 +143,8 @@ export function turnContext(run: RunState, turn: TurnState): HookContext {
 /** The context every hook of a turn gets. */
 export function hookContext(run: RunState, turnIndex: number): HookContext {
   // One fixed-shape literal (no conditional spreads: this runs every turn); absent options are undefined fields.
+  // `state` and `extra` are read when a hook looks (patches replace the state during a turn); a spread of the context
+  // for a tool call's hook copies what they are at that call. The sink travels under a symbol (spreads keep it).
   return {
     runId: run.runId,
     turnIndex,
@@ -117,10 +153,60 @@ export function hookContext(run: RunState, turnIndex: number): HookContext {
     systemPrompt: run.systemPrompt,
     tools: run.tools,
     messages: run.transcript,
-    extra: run.extra,
+    get state() {
+      return run.state;
+    },
+    get extra() {
+      return run.state.values;
+    },
     signal: run.signal,
     deadlineAt: run.deadlineAt,
+    [HOOK_SINK]: run.sink,
+  } as HookContext;
+}
+
+/**
+ * The sink a run puts on its hook contexts: applies each patch through the one reducer ({@link applyPatch}) and
+ * announces it (`state_patched`), and turns a skipped hook's failure into a `hook_error` event. During a parallel
+ * batch, the call whose hooks report (`call`) is checked against the batch's earlier patches.
+ */
+export function runSink(run: RunState, call?: number): HookSink {
+  return {
+    patch: (producer, patch) => applyRunPatch(run, producer, patch, call),
+    skipped: (error) =>
+      run.emit({
+        type: 'hook_error',
+        runId: run.runId,
+        middleware: error.middleware,
+        hook: error.hook,
+        error: errorMessageOf(error.cause),
+      }),
   };
+}
+
+/** Applies `patch` of `producer` to the run state (see {@link runSink}); throws a `StatePatchConflictError`. */
+export function applyRunPatch(run: RunState, producer: string, patch: StatePatch, call?: number): void {
+  const keys = run.turn?.batchKeys;
+  if (keys !== undefined && call !== undefined) {
+    for (const key of patchedKeys(patch)) {
+      const earlier = keys.get(key);
+      if (earlier !== undefined && earlier.call !== call)
+        throw new StatePatchConflictError(key, earlier.producer, producer);
+    }
+    for (const key of patchedKeys(patch)) keys.set(key, { call, producer });
+  }
+  const baseVersion = run.state.version;
+  const eventId = `${run.runId}.p${++run.patchCount}`;
+  run.state = applyPatch(run.state, patch, producer, eventId);
+  run.emit({
+    type: 'state_patched',
+    runId: run.runId,
+    eventId,
+    producer,
+    baseVersion,
+    version: run.state.version,
+    patch,
+  });
 }
 
 /**
@@ -147,9 +233,14 @@ export function* callHook<H extends HookName, F extends HookAnswers[H]>(
   }
 }
 
-/** Wraps a hook failure, keeping one that composition already named. */
-export function toHookError(run: RunState, hook: HookName, input: unknown, error: unknown): HookError {
-  if (error instanceof HookError) return error;
+/** Wraps a hook failure, keeping one that composition already named (and a state conflict as it is). */
+export function toHookError(
+  run: RunState,
+  hook: HookName,
+  input: unknown,
+  error: unknown,
+): HookError | StatePatchConflictError {
+  if (error instanceof HookError || error instanceof StatePatchConflictError) return error;
   return new HookError({ middleware: run.hookOwner, hook, inputHash: hashInput(input), cause: error });
 }
 
@@ -159,12 +250,20 @@ export function errorResult(text: string): AgentToolResult {
 }
 
 /** The transcript message for a tool call's outcome. */
-export function toolResultMessage(call: ToolCall, outcome: CallOutcome): ToolResultMessage {
-  const { result, isError } = outcome;
+export function toolResultMessage(call: ToolCall, callOutcome: CallOutcome): ToolResultMessage {
+  const { result, isError, outcome } = callOutcome;
   const timestamp = Date.now();
   // `details` is present only when the tool gave some, so the stored JSON carries no empty field.
   return result.details === undefined
-    ? { role: 'toolResult', toolCallId: call.id, toolName: call.name, content: result.content, isError, timestamp }
+    ? {
+        role: 'toolResult',
+        toolCallId: call.id,
+        toolName: call.name,
+        content: result.content,
+        isError,
+        outcome,
+        timestamp,
+      }
     : {
         role: 'toolResult',
         toolCallId: call.id,
@@ -172,8 +271,14 @@ export function toolResultMessage(call: ToolCall, outcome: CallOutcome): ToolRes
         content: result.content,
         details: result.details,
         isError,
+        outcome,
         timestamp,
       };
+}
+
+/** An outcome whose result is an error saying `text`. */
+export function errorOutcome(text: string, outcome: ToolCallOutcome = 'error'): CallOutcome {
+  return { result: errorResult(text), isError: true, outcome };
 }
 
 /**

@@ -8,24 +8,31 @@ import { executeToolCalls, type IndexedOutcome } from '../../operators/execute-t
 import type { ToolCallNext, ToolCallRequest, ToolOutcome } from '../middleware/wrapper-types.js';
 import { toolResultProblem } from '../types/check-tool-result.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
+import type { ApprovalRequest } from '../types/approval.js';
 import type { ToolCall } from '../types/content.js';
-import { errorMessageOf, HookError, ToolExecutionError } from '../types/errors.js';
-import type { AssistantMessage, ToolResultMessage } from '../types/messages.js';
+import { isHookDecision, type HookDecision } from '../types/decision.js';
+import { errorMessageOf, HookError, StatePatchConflictError, ToolExecutionError } from '../types/errors.js';
+import type { AssistantMessage, ToolCallOutcome, ToolResultMessage } from '../types/messages.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { fromOp, wait, type Op } from './drive.js';
 import {
   callHook,
+  errorOutcome,
   errorResult,
+  RunStopped,
+  runSink,
   toolResultMessage,
   turnContext,
   type CallOutcome,
   type RunState,
   type TurnState,
 } from './run-state.js';
+import { HOOK_SINK } from '../middleware/hook-sink.js';
+import type { AfterToolCallContext, BeforeToolCallContext } from '../middleware/types.js';
 
 /** A call that passed validation and `beforeToolCall`, ready to execute. */
-interface RunnableCall {
+export interface RunnableCall {
   readonly index: number;
   readonly call: ToolCall;
   readonly tool: AnyAgentTool;
@@ -34,9 +41,12 @@ interface RunnableCall {
 
 /** What the batch produced. */
 export interface BatchResult {
+  /** The result messages emitted, in the model's order (not those of held calls). */
   readonly results: ToolResultMessage[];
   /** Every result asked to terminate. */
   readonly terminate: boolean;
+  /** Calls held for approval: when there are any, the run suspends after the batch. */
+  readonly held: readonly ApprovalRequest[];
 }
 
 /**
@@ -57,36 +67,62 @@ export function* runToolBatch(
   if (calls.length === 1 || isSequential(run, calls)) {
     for (let index = 0; index < calls.length; index++) {
       const runnable = yield* prepareCall(run, turn, assistant, index);
-      if (runnable !== undefined) finishCall(run, turn, index, yield* executeCall(run, turn, assistant, runnable));
+      if (runnable !== undefined) {
+        const outcome = yield* executeCall(run, turn, assistant, runnable);
+        if (outcome !== undefined) finishCall(run, turn, index, outcome);
+      }
       emitResultMessage(run, turn, index);
     }
   } else {
+    // Two calls of one parallel batch must not change one state key: the sink checks each patch against this.
+    turn.batchKeys = new Map();
     const runnable: RunnableCall[] = [];
     for (let index = 0; index < calls.length; index++) {
       const prepared = yield* prepareCall(run, turn, assistant, index);
       if (prepared !== undefined) runnable.push(prepared);
     }
-    if (runnable.length === 1) {
-      const only = runnable[0]!;
-      finishCall(run, turn, only.index, yield* executeCall(run, turn, assistant, only));
-    } else if (runnable.length > 1) {
-      // The public batch operator (one mergeMap, at most toolConcurrency at a time); each outcome is recorded by the
-      // model's index as it arrives, so tool_execution_end fires in completion order.
-      const batch$ = from(runnable).pipe(
-        executeToolCalls((call) => fromOp(() => executeCall(run, turn, assistant, call)), run.toolConcurrency),
-      );
-      yield wait(batch$, undefined, ({ index, outcome }: IndexedOutcome<CallOutcome>) =>
-        finishCall(run, turn, runnable[index]!.index, outcome),
-      );
-    }
+    yield* executeInParallel(run, turn, assistant, runnable);
     for (let index = 0; index < calls.length; index++) emitResultMessage(run, turn, index);
+    turn.batchKeys = undefined;
   }
+  return batchResult(turn);
+}
 
+/**
+ * Executes `runnable` calls together: at most `toolConcurrency` at a time through the public batch operator (one
+ * `mergeMap`); each outcome is recorded by the model's index as it arrives, so `tool_execution_end` fires in
+ * completion order. One call runs in place, with no operator chain.
+ */
+export function* executeInParallel(
+  run: RunState,
+  turn: TurnState,
+  assistant: AssistantMessage,
+  runnable: readonly RunnableCall[],
+): Op<void> {
+  if (runnable.length === 1) {
+    const only = runnable[0]!;
+    const outcome = yield* executeCall(run, turn, assistant, only);
+    if (outcome !== undefined) finishCall(run, turn, only.index, outcome);
+  } else if (runnable.length > 1) {
+    const batch$ = from(runnable).pipe(
+      executeToolCalls((call) => fromOp(() => executeCall(run, turn, assistant, call)), run.toolConcurrency),
+    );
+    yield wait(batch$, undefined, ({ index, outcome }: IndexedOutcome<CallOutcome | undefined>) => {
+      if (outcome !== undefined) finishCall(run, turn, runnable[index]!.index, outcome);
+    });
+  }
+}
+
+/** The batch's results so far, whether all asked to terminate, and the calls it holds. */
+export function batchResult(turn: TurnState): BatchResult {
   let terminate = true;
-  for (let index = 0; index < calls.length; index++) {
+  const results: ToolResultMessage[] = [];
+  for (let index = 0; index < turn.calls.length; index++) {
+    const message = turn.resultMessages[index];
+    if (message !== undefined) results.push(message);
     if (turn.outcomes[index]?.result.terminate !== true) terminate = false;
   }
-  return { results: turn.resultMessages as ToolResultMessage[], terminate };
+  return { results, terminate: terminate && turn.held.length === 0, held: turn.held };
 }
 
 /** The turn's calls, and what is known of each, in arrays of exactly their length (before any call is started). */
@@ -98,7 +134,7 @@ export function openCalls(turn: TurnState, calls: readonly ToolCall[]): void {
 }
 
 /** Whether the batch runs one call at a time: the agent's setting, or a tool of the batch asking for it. */
-function isSequential(run: RunState, calls: readonly ToolCall[]): boolean {
+export function isSequential(run: RunState, calls: readonly ToolCall[]): boolean {
   if (run.toolExecution === 'sequential') return true;
   if (!run.hasSequentialTool) return false;
   for (let index = 0; index < calls.length; index++) {
@@ -116,14 +152,15 @@ export function answerUnexecuted(
   turn: TurnState,
   calls: readonly ToolCall[],
   text: string,
+  outcome: ToolCallOutcome,
 ): BatchResult {
   openCalls(turn, calls);
   for (let index = 0; index < calls.length; index++) {
     startCall(run, turn, index);
-    finishCall(run, turn, index, { result: errorResult(text), isError: true });
+    finishCall(run, turn, index, errorOutcome(text, outcome));
     emitResultMessage(run, turn, index);
   }
-  return { results: turn.resultMessages as ToolResultMessage[], terminate: false };
+  return { results: turn.resultMessages as ToolResultMessage[], terminate: false, held: [] };
 }
 
 /** Validation, then `beforeToolCall`. Returns the call to execute, or `undefined` when it is already answered. */
@@ -164,30 +201,85 @@ function* prepareCall(
   const { beforeToolCall } = run.hooks;
   if (beforeToolCall !== undefined) {
     const ctx = turnContext(run, turn);
-    const decision = yield* callHook(
+    const answer = yield* callHook(
       run,
       'beforeToolCall',
       { toolCall: call, args },
-      () => beforeToolCall({ ...ctx, assistantMessage: assistant, toolCall: call, args, context: ctx }),
+      () =>
+        beforeToolCall({
+          ...ctx,
+          assistantMessage: assistant,
+          toolCall: call,
+          args,
+          context: ctx,
+          [HOOK_SINK]: callSink(run, turn, index),
+        } as BeforeToolCallContext),
       undefined,
     );
-    if (decision?.block === true) {
-      const blocked: CallOutcome = {
-        result: errorResult(decision.reason ?? `Tool call ${call.name} was blocked`),
-        isError: true,
-      };
-      finishCall(run, turn, index, yield* afterToolCall(run, turn, assistant, call, args, blocked));
-      return undefined;
+    if (answer !== undefined) {
+      let decided: CallOutcome | undefined;
+      if (isHookDecision(answer)) {
+        switch (answer.kind) {
+          case 'continue':
+            break;
+          case 'replace': {
+            const isError = answer.value.isError === true;
+            decided = { result: answer.value, isError, outcome: isError ? 'error' : 'ok' };
+            break;
+          }
+          case 'pause':
+            holdCall(run, turn, index, args, answer.reason, answer.payload);
+            return undefined;
+          case 'stop':
+            throw new RunStopped(answer.outcome, answer.reason);
+        }
+      } else if (answer.block === true) {
+        decided = errorOutcome(answer.reason ?? `Tool call ${call.name} was blocked`, 'denied');
+      }
+      if (decided !== undefined) {
+        finishCall(run, turn, index, yield* afterToolCall(run, turn, assistant, call, args, decided, index));
+        return undefined;
+      }
     }
   }
   return { index, call, tool, args };
+}
+
+/** Holds call `index` for approval: it gets no result in this run, and the run suspends after the batch. */
+function holdCall(
+  run: RunState,
+  turn: TurnState,
+  index: number,
+  args: Readonly<Record<string, unknown>>,
+  reason: string,
+  payload: unknown,
+): void {
+  const call = turn.calls[index]!;
+  const request: ApprovalRequest = {
+    requestId: `${run.runId}:${call.id}`,
+    toolCallId: call.id,
+    toolName: call.name,
+    args,
+    reason,
+    ...(payload === undefined ? {} : { payload }),
+  };
+  turn.held.push(request);
+  run.emit({ type: 'approval_requested', runId: run.runId, ...request });
+}
+
+/**
+ * The sink for the hooks of call `index`: in a parallel batch, patches are checked against the other calls' (see
+ * {@link runSink}). Outside one, the run's own sink.
+ */
+function callSink(run: RunState, turn: TurnState, index: number) {
+  return turn.batchKeys === undefined ? run.sink : runSink(run, index);
 }
 
 const VALIDATION_UNFINISHED: ValidationOutcome = { ok: false, message: 'Validation did not finish' };
 
 /** Answers call `index` with an error result before it runs; returns `undefined` (nothing left to execute). */
 function rejectCall(run: RunState, turn: TurnState, index: number, text: string): undefined {
-  finishCall(run, turn, index, { result: errorResult(text), isError: true });
+  finishCall(run, turn, index, errorOutcome(text));
   return undefined;
 }
 
@@ -195,12 +287,12 @@ function rejectCall(run: RunState, turn: TurnState, index: number, text: string)
  * Executes one call (through the `wrapToolCall` onion, when there is one), then `afterToolCall`: the call's outcome,
  * for the caller to record ({@link finishCall}).
  */
-function* executeCall(
+export function* executeCall(
   run: RunState,
   turn: TurnState,
   assistant: AssistantMessage,
   runnable: RunnableCall,
-): Op<CallOutcome> {
+): Op<CallOutcome | undefined> {
   const { call, tool, args } = runnable;
   let settled = false;
   const onUpdate = (partialResult: AgentToolResult) => {
@@ -223,16 +315,25 @@ function* executeCall(
         invocationId: `${run.runId}.${turn.index}.${call.id}`,
         assistantMessage: assistant,
       };
-      const executed = (yield wait(run.wrapToolCall(request, wrapCtx, execute), undefined)) as ToolOutcome | undefined;
-      const problem = executed === undefined ? 'no outcome' : toolResultProblem(executed.result);
-      // A wrapper may answer in the tool's place (a cache hit): its result passes the same check as a tool's.
-      outcome =
-        problem === undefined
-          ? { result: executed!.result, isError: executed!.isError }
-          : {
-              result: errorResult(`Tool ${call.name} (through wrapToolCall) produced an invalid result: ${problem}`),
-              isError: true,
-            };
+      const executed = (yield wait(run.wrapToolCall(request, wrapCtx, execute), undefined)) as
+        ToolOutcome | HookDecision<AgentToolResult> | undefined;
+      if (isHookDecision(executed)) {
+        // A wrapper's decision: replace (its value is the result), pause (hold the call), stop (end the run).
+        const decided = wrapperDecision(run, turn, runnable, executed);
+        if (decided === undefined) return undefined;
+        outcome = decided;
+      } else {
+        const problem = executed === undefined ? 'no outcome' : toolResultProblem(executed.result);
+        // A wrapper may answer in the tool's place (a cache hit): its result passes the same check as a tool's.
+        outcome =
+          problem === undefined
+            ? {
+                result: executed!.result,
+                isError: executed!.isError,
+                outcome: executed!.outcome ?? (executed!.isError ? 'error' : 'ok'),
+              }
+            : errorOutcome(`Tool ${call.name} (through wrapToolCall) produced an invalid result: ${problem}`);
+      }
     } else if (tool.timeoutMs !== undefined || run.toolTimeoutMs !== undefined) {
       outcome = (yield wait(executeTool$(run, { toolCall: call, tool, args }, onUpdate), NO_OUTCOME)) as CallOutcome;
     } else {
@@ -243,15 +344,53 @@ function* executeCall(
   } catch (error) {
     // Cancellation goes on; a wrapper's bug ends the run (a HookError); anything else is this call's failure.
     if (run.signal.aborted) throw run.signal.reason;
-    if (error instanceof HookError) throw error;
-    outcome = { result: errorResult(errorMessageOf(error)), isError: true };
+    if (error instanceof HookError || error instanceof RunStopped || error instanceof StatePatchConflictError)
+      throw error;
+    outcome = errorOutcome(errorMessageOf(error));
   } finally {
     settled = true;
   }
   if (run.hooks.afterToolCall !== undefined) {
-    outcome = yield* afterToolCall(run, turn, assistant, call, args, outcome);
+    outcome = yield* afterToolCall(run, turn, assistant, call, args, outcome, runnable.index);
   }
   return outcome;
+}
+
+/**
+ * What a `wrapToolCall` decision means for the call: `replace` gives its result (checked like a tool's), `pause`
+ * holds the call (`undefined`), `stop` ends the run. `continue` is no answer for a wrapper (it must give an outcome
+ * or decide): a `HookError`.
+ */
+function wrapperDecision(
+  run: RunState,
+  turn: TurnState,
+  runnable: RunnableCall,
+  decision: HookDecision<AgentToolResult>,
+): CallOutcome | undefined {
+  const { call, args, index } = runnable;
+  switch (decision.kind) {
+    case 'replace': {
+      const problem = toolResultProblem(decision.value);
+      if (problem !== undefined) {
+        return errorOutcome(`Tool ${call.name} (through wrapToolCall) produced an invalid result: ${problem}`);
+      }
+      const isError = decision.value.isError === true;
+      return { result: decision.value, isError, outcome: isError ? 'error' : 'ok' };
+    }
+    case 'pause':
+      holdCall(run, turn, index, args, decision.reason, decision.payload);
+      return undefined;
+    case 'stop':
+      throw new RunStopped(decision.outcome, decision.reason);
+    case 'continue':
+      throw new HookError({
+        middleware: run.hookOwner,
+        hook: 'wrapToolCall',
+        cause: new TypeError(
+          'wrapToolCall answered continue: a wrapper answers with an outcome, or replace, pause or stop',
+        ),
+      });
+  }
 }
 
 /**
@@ -267,7 +406,7 @@ function* runTool(
   args: Record<string, unknown>,
   onUpdate: (partial: AgentToolResult) => void,
   signal: AbortSignal,
-): Op<ToolOutcome> {
+): Op<CallOutcome & ToolOutcome> {
   try {
     let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall });
     if (isObservable(raw)) raw = yield wait(withUpdates(raw, onUpdate), NO_RESULT);
@@ -311,19 +450,20 @@ function executeTool$(
 }
 
 /** A failed execution as an outcome: an error result with the failure's message for the model. */
-function failedOutcome(toolCall: ToolCall, cause: unknown): ToolOutcome {
+function failedOutcome(toolCall: ToolCall, cause: unknown): CallOutcome & ToolOutcome {
   const failure = new ToolExecutionError({ toolName: toolCall.name, toolCallId: toolCall.id, cause });
-  return { result: errorResult(failure.message), isError: true, error: failure };
+  return { result: errorResult(failure.message), isError: true, outcome: 'error', error: failure };
 }
 
 /** `afterToolCall`: a partial result merged over the call's outcome, field by field. */
-function* afterToolCall(
+export function* afterToolCall(
   run: RunState,
   turn: TurnState,
   assistant: AssistantMessage,
   call: ToolCall,
   args: Record<string, unknown>,
   outcome: CallOutcome,
+  index: number,
 ): Op<CallOutcome> {
   const hook = run.hooks.afterToolCall;
   if (hook === undefined) return outcome;
@@ -341,7 +481,8 @@ function* afterToolCall(
         result: outcome.result,
         isError: outcome.isError,
         context: ctx,
-      }),
+        [HOOK_SINK]: callSink(run, turn, index),
+      } as AfterToolCallContext),
     undefined,
   );
   if (patch === undefined || patch === null) return outcome;
@@ -357,6 +498,8 @@ function* afterToolCall(
       ...(terminate !== undefined ? { terminate } : {}),
     },
     isError,
+    // A denial or an abort stays what it was; a result the hook turned into an error (or back) is `error` (or `ok`).
+    outcome: outcome.outcome === 'ok' || outcome.outcome === 'error' ? (isError ? 'error' : 'ok') : outcome.outcome,
   };
 }
 
@@ -384,13 +527,15 @@ export function finishCall(run: RunState, turn: TurnState, index: number, outcom
     toolName: call.name,
     result: outcome.result,
     isError: outcome.isError,
+    outcome: outcome.outcome,
   });
 }
 
-/** Emits the result message of call `index` (once) and adds it to the transcript. */
+/** Emits the result message of call `index` (once; none for a call held for approval) and adds it to the transcript. */
 export function emitResultMessage(run: RunState, turn: TurnState, index: number): void {
-  if (turn.resultMessages[index] !== undefined) return;
-  const message = toolResultMessage(turn.calls[index]!, turn.outcomes[index]!);
+  const outcome = turn.outcomes[index];
+  if (turn.resultMessages[index] !== undefined || outcome === undefined) return;
+  const message = toolResultMessage(turn.calls[index]!, outcome);
   turn.resultMessages[index] = message;
   run.emit({ type: 'message_start', runId: run.runId, message });
   run.transcript.push(message);
@@ -399,7 +544,7 @@ export function emitResultMessage(run: RunState, turn: TurnState, index: number)
 }
 
 const NO_RESULT = Symbol('no result');
-const NO_OUTCOME: CallOutcome = { result: { content: [] }, isError: true };
+const NO_OUTCOME: CallOutcome = { result: { content: [] }, isError: true, outcome: 'error' };
 
 /**
  * An Observable tool's result: its last emission (`NO_RESULT` when it emits nothing); each emission before the last is
@@ -426,21 +571,19 @@ class ToolTimeout extends Error {}
 
 /** A string is one text block; anything else must look like an {@link AgentToolResult}. */
 function normalizeResult(toolName: string, raw: unknown): CallOutcome {
-  if (typeof raw === 'string') return { result: { content: [{ type: 'text', text: raw }] }, isError: false };
-  if (raw === NO_RESULT) return { result: errorResult(`Tool ${toolName} completed without a result`), isError: true };
+  if (typeof raw === 'string') {
+    return { result: { content: [{ type: 'text', text: raw }] }, isError: false, outcome: 'ok' };
+  }
+  if (raw === NO_RESULT) return errorOutcome(`Tool ${toolName} completed without a result`);
   if (raw !== null && typeof raw === 'object' && Array.isArray((raw as AgentToolResult).content)) {
     // Checked here, at the boundary: a malformed result stored in the thread would break every later request on it.
     const problem = toolResultProblem(raw);
-    if (problem !== undefined) {
-      return { result: errorResult(`Tool ${toolName} returned an invalid result: ${problem}`), isError: true };
-    }
+    if (problem !== undefined) return errorOutcome(`Tool ${toolName} returned an invalid result: ${problem}`);
     const result = raw as AgentToolResult;
-    return { result, isError: result.isError === true };
+    const isError = result.isError === true;
+    return { result, isError, outcome: isError ? 'error' : 'ok' };
   }
-  return {
-    result: errorResult(`Tool ${toolName} returned an invalid result (expected a string or { content: [...] })`),
-    isError: true,
-  };
+  return errorOutcome(`Tool ${toolName} returned an invalid result (expected a string or { content: [...] })`);
 }
 
 function invalidJsonReason(raw: string): string {

@@ -2,7 +2,7 @@
  * Composing many middlewares into one function per hook, each by its own rule.
  * @module
  */
-import { catchError, defer, from, isObservable, map, of, throwError, type Observable } from 'rxjs';
+import { catchError, defer, EMPTY, from, isObservable, map, of, takeLast, throwError, type Observable } from 'rxjs';
 import { chainedRule } from '../../operators/chain-hooks.js';
 import { foldHooks, type HookRule } from '../../operators/fold-hooks.js';
 import { firstBlockWinsRule } from '../../operators/gate-tool-call.js';
@@ -10,8 +10,13 @@ import { fieldWiseMergeRule } from '../../operators/merge-tool-results.js';
 import { chainedMergeRule, type MergedTurnAction } from '../../operators/merge-turn-actions.js';
 import { anyTrueStopsRule } from '../../operators/stop-when-any.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
-import { ConfigurationError, HookError, type HookName } from '../types/errors.js';
+import type { RunOutcome } from '../types/agent-events.js';
+import { isHookDecision, type HookDecision } from '../types/decision.js';
+import { ConfigurationError, HookError, StatePatchConflictError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
+import type { StatePatch } from '../types/state.js';
+import type { AgentToolResult } from '../types/tool.js';
+import { sinkOf } from './hook-sink.js';
 import { checkAnswer, type HookAnswers } from './check-answer.js';
 import {
   composeWrappers,
@@ -32,6 +37,7 @@ import {
   type HookContext,
   type HookResult,
   type Middleware,
+  type RunEndContext,
   type TurnAction,
   type TurnDecision,
   type TurnEndContext,
@@ -69,16 +75,20 @@ const RULES: { readonly [H in HookName]: string } = {
   transformContext: 'chained: each sees the previous output',
   convertToLlm: 'last wins: only the last implementation runs',
   transformSystemPrompt: 'chained: each sees the previous output',
-  beforeToolCall: 'first block wins: later hooks are not called',
+  beforeToolCall: 'first decision wins: the first denial, replace, pause or stop; later hooks are not called',
   afterToolCall: 'field-wise merge: later non-undefined fields win',
   shouldStopAfterTurn: 'any true stops: later hooks are not called',
   afterModelResponse: 'chained merge: responses chain, injections concatenate, the last decision wins',
+  onRunStart: 'every one runs, in order, until one stops the run',
+  onRunEnd: 'every one runs, in order',
 };
 
 /** One middleware's implementation of one hook. */
 interface Entry {
   readonly name: string;
   readonly call: (...args: unknown[]) => unknown;
+  /** Whether a failure drops this hook's answer (`skip`) instead of ending the run. */
+  readonly skip: boolean;
 }
 
 /**
@@ -89,10 +99,17 @@ interface Entry {
  * | --- | --- | --- |
  * | `transformContext`, `transformSystemPrompt` | chained ({@link chainedRule}) | `chainHooks` |
  * | `convertToLlm` | the last implementation is the only one that runs (chained, over it alone) | `lastHookWins` |
- * | `beforeToolCall` | the first `{ block: true }` stops the chain ({@link firstBlockWinsRule}) | `gateToolCall` |
+ * | `beforeToolCall` | the first denial (`{ block: true }`), replace, pause or stop decision ends the chain ({@link firstBlockWinsRule}) | `gateToolCall` |
  * | `afterToolCall` | every one runs; partial results merge field by field ({@link fieldWiseMergeRule}) | `mergeToolResults` |
  * | `shouldStopAfterTurn` | any `true` stops; the rest are not called ({@link anyTrueStopsRule}) | `stopWhenAny` |
  * | `afterModelResponse` | chained merge; the last returned decision wins ({@link chainedMergeRule}) | `mergeTurnActions` |
+ * | `onRunStart` | every one runs, in order, until one answers `stop` ({@link firstBlockWinsRule}) | `gateToolCall` |
+ * | `onRunEnd` | every one runs, in order | `foldHooks` |
+ *
+ * State patches a hook answers with (`Decision.continue(patch)`, a result's or a turn action's `patch`, an `onRunStart`
+ * or `onRunEnd` patch) are not part of the rule: each is handed to the run as it arrives, with the middleware's name as
+ * its producer. A middleware declared `onError: 'skip'` has a failing hook's answer dropped (the run is told, and emits
+ * `hook_error`) instead of failing the run.
  *
  * A hook given in `explicit` (the `Agent` constructor's options) replaces every middleware's version of it. Only the
  * hooks some middleware implements are wired. Composition happens once; each composed function folds its rule over
@@ -108,6 +125,11 @@ export function composeMiddleware(
   explicit: AgentHooks = {},
 ): ComposedMiddleware {
   const names = middlewareNames(middleware);
+  middleware.forEach((m, index) => {
+    const onError = (m as { onError?: unknown }).onError;
+    if (onError !== undefined && onError !== 'stop' && onError !== 'skip')
+      throw new ConfigurationError(`middleware "${names[index]}": onError must be "stop" or "skip"`);
+  });
 
   const hooks: Record<string, unknown> = {};
   const description = {} as Record<HookName, HookChainDescription>;
@@ -118,7 +140,7 @@ export function composeMiddleware(
       if (fn === undefined) return;
       if (typeof fn !== 'function')
         throw new ConfigurationError(`middleware "${names[index]}": ${hook} must be a function`);
-      implementers.push({ name: names[index]!, call: fn.bind(m) as Entry['call'] });
+      implementers.push({ name: names[index]!, call: fn.bind(m) as Entry['call'], skip: m.onError === 'skip' });
     });
     const explicitHook = (explicit as Record<string, unknown>)[hook];
     if (explicitHook !== undefined && typeof explicitHook !== 'function') {
@@ -127,7 +149,7 @@ export function composeMiddleware(
     let entries = implementers;
     let overridden: Entry[] = [];
     if (explicitHook !== undefined) {
-      entries = [{ name: EXPLICIT_HOOKS_NAME, call: explicitHook.bind(explicit) as Entry['call'] }];
+      entries = [{ name: EXPLICIT_HOOKS_NAME, call: explicitHook.bind(explicit) as Entry['call'], skip: false }];
       overridden = implementers;
     } else if (hook === 'convertToLlm' && implementers.length > 1) {
       entries = implementers.slice(-1);
@@ -159,7 +181,7 @@ const COMPOSERS: { readonly [H in HookName]: (entries: readonly Entry[]) => NonN
   convertToLlm: (entries) => chain('convertToLlm', entries),
   transformSystemPrompt: (entries) => chain('transformSystemPrompt', entries),
   beforeToolCall: (entries) => {
-    const rule = firstBlockWinsRule<BeforeToolCallResult>();
+    const rule = firstBlockWinsRule<BeforeToolCallResult | HookDecision<AgentToolResult>>();
     return (ctx: BeforeToolCallContext) =>
       foldEntries('beforeToolCall', rule, entries, undefined, ctx, withContext, toolCallInput);
   },
@@ -181,7 +203,25 @@ const COMPOSERS: { readonly [H in HookName]: (entries: readonly Entry[]) => NonN
       return isObservable(merged) ? merged.pipe(map(toTurnAction)) : toTurnAction(merged);
     };
   },
+  onRunStart: (entries) => {
+    // A patch is no gate answer (it has no `kind`): only a `stop` decision ends the chain.
+    const rule = firstBlockWinsRule() as unknown as HookRule<HookAnswers['onRunStart'], HookAnswers['onRunStart']>;
+    return (ctx: HookContext) => foldEntries('onRunStart', rule, entries, undefined, ctx, withContext, noInput);
+  },
+  onRunEnd: (entries) => (ctx: RunEndContext, outcome: RunOutcome) =>
+    foldEntries(
+      'onRunEnd',
+      EVERY_ONE_RUNS,
+      entries,
+      undefined,
+      ctx,
+      (entry: Entry, _input: unknown, given: RunEndContext) => entry.call(given, outcome),
+      noInput,
+    ),
 };
+
+/** Every hook runs and none decides anything (what they answer is reported to the run: their patches). */
+const EVERY_ONE_RUNS: HookRule<undefined, unknown> = { step: () => undefined };
 
 type Chained = 'transformContext' | 'convertToLlm' | 'transformSystemPrompt';
 
@@ -201,6 +241,7 @@ const givenInput = (input: unknown): unknown => input;
 const toolCallInput = (_: unknown, { toolCall, args }: BeforeToolCallContext) => ({ toolCall, args });
 const toolResultInput = (_: unknown, { toolCall, args, result }: AfterToolCallContext) => ({ toolCall, args, result });
 const turnEndInput = (_: unknown, { message }: TurnEndContext) => ({ message });
+const noInput = (): undefined => undefined;
 
 /**
  * Runs `entries` by `rule` from `seed`: synchronously while the hooks answer with plain values (no subscription, no
@@ -226,16 +267,16 @@ function foldEntries<H extends HookName, TAcc, TInput, TCtx>(
     let answer: unknown;
     try {
       answer = call(entry, input, ctx);
+      if (isAsync(answer)) return handOver(hook, rule, entries, i, acc, ctx, call, errorInput, answer, input);
+      answer = checkAnswer(hook, answer);
+      reportPatch(hook, entry, answer, ctx);
     } catch (error) {
-      throw hookError(hook, entry, errorInput(input, ctx), error);
+      const failure = hookError(hook, entry, errorInput(input, ctx), error);
+      if (!entry.skip || error instanceof StatePatchConflictError) throw failure;
+      sinkOf(ctx)?.skipped(failure);
+      continue;
     }
-    if (isAsync(answer)) return handOver(hook, rule, entries, i, acc, ctx, call, errorInput, answer, input);
-    let checked: HookAnswers[H];
-    try {
-      checked = checkAnswer(hook, answer);
-    } catch (error) {
-      throw hookError(hook, entry, errorInput(input, ctx), error);
-    }
+    const checked = answer as HookAnswers[H];
     acc = step(acc, checked);
     if (stop !== undefined && stop(acc)) return acc;
   }
@@ -263,11 +304,42 @@ function handOver<H extends HookName, TAcc, TInput, TCtx>(
     hookError(hook, entry, errorInput(given, ctx), error);
   return from(entries.slice(i)).pipe(
     foldHooks(rule, acc, (next: Entry, nextInput: TInput, k) =>
-      k === 0
-        ? answer$(hook, () => pending, toHookError(next, input))
-        : answer$(hook, () => call(next, nextInput, ctx), toHookError(next, nextInput)),
+      answer$(
+        hook,
+        next,
+        ctx,
+        k === 0 ? () => pending : () => call(next, nextInput, ctx),
+        toHookError(next, k === 0 ? input : nextInput),
+      ),
     ),
   );
+}
+
+/**
+ * Hands a hook's state patch (`Decision.continue(patch)`, a result's or turn action's `patch`, an `onRunStart` or
+ * `onRunEnd` patch) to the run's sink, with the middleware as its producer. Without a sink (hooks composed and called
+ * outside a run) a patch has nowhere to go and is dropped.
+ */
+function reportPatch(hook: HookName, entry: Entry, answer: unknown, ctx: unknown): void {
+  if (answer === undefined || answer === null) return;
+  let patch: StatePatch | undefined;
+  switch (hook) {
+    case 'beforeToolCall':
+    case 'onRunStart':
+      if (isHookDecision(answer)) patch = answer.kind === 'continue' ? answer.patch : undefined;
+      else if (hook === 'onRunStart') patch = answer as StatePatch;
+      break;
+    case 'afterToolCall':
+    case 'afterModelResponse':
+      patch = (answer as { patch?: StatePatch }).patch;
+      break;
+    case 'onRunEnd':
+      patch = answer as StatePatch;
+      break;
+    default:
+      return;
+  }
+  if (patch !== undefined) sinkOf(ctx)?.patch(entry.name, patch);
 }
 
 function hookError(hook: HookName, entry: Entry, input: unknown, cause: unknown): HookError {
@@ -286,6 +358,8 @@ function isAsync(answer: unknown): answer is PromiseLike<unknown> | Observable<u
  */
 function answer$<H extends HookName>(
   hook: H,
+  entry: Entry,
+  ctx: unknown,
   answer: () => unknown,
   toHookError: (error: unknown) => HookError,
 ): Observable<HookAnswers[H]> {
@@ -293,8 +367,19 @@ function answer$<H extends HookName>(
     const value = answer();
     return isObservable(value) ? value : isPromiseLike(value) ? from(value) : of(value);
   }).pipe(
-    map((value) => checkAnswer(hook, value)),
-    catchError((error: unknown) => throwError(() => toHookError(error))),
+    takeLast(1),
+    map((value) => {
+      const checked = checkAnswer(hook, value);
+      reportPatch(hook, entry, checked, ctx);
+      return checked;
+    }),
+    catchError((error: unknown) => {
+      const failure = toHookError(error);
+      if (!entry.skip || error instanceof StatePatchConflictError) return throwError(() => failure);
+      // Skipped: no answer (the rule keeps what it had), and the run is told.
+      sinkOf(ctx)?.skipped(failure);
+      return EMPTY;
+    }),
   );
 }
 

@@ -4,6 +4,7 @@
  */
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
+import type { HookState } from '../types/state.js';
 import type { AnyAgentTool } from '../types/tool.js';
 
 /** What every hook is told about the run it is part of. */
@@ -17,8 +18,13 @@ export interface HookContext {
   readonly tools: readonly AnyAgentTool[];
   /** The stored transcript so far. Read-only: hooks change what the model receives, never the transcript. */
   readonly messages: readonly Message[];
-  /** The agent's extra state (persisted with the thread by a checkpointer). */
-  readonly extra: Record<string, unknown>;
+  /**
+   * The run state (read-only): values, an event log and context fragments, persisted with the thread. A hook changes
+   * it only by returning a patch (see `docs/state.md`).
+   */
+  readonly state: HookState;
+  /** `state.values`, read-only (kept for compatibility: hooks used to mutate it; they now return a patch). */
+  readonly extra: Readonly<Record<string, unknown>>;
   /** Aborts when the run is cancelled; a long hook should stop when it fires. */
   readonly signal: AbortSignal;
   /** When the run's deadline passes (milliseconds since the epoch), if it has one. */

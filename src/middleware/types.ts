@@ -3,8 +3,11 @@
  * @module
  */
 import type { Observable } from 'rxjs';
+import type { RunOutcome } from '../types/agent-events.js';
 import type { ToolCall, ToolResultContent } from '../types/content.js';
+import type { HookDecision } from '../types/decision.js';
 import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
+import type { StatePatch } from '../types/state.js';
 import type { AgentToolResult } from '../types/tool.js';
 import type { HookContext } from './hook-context.js';
 import type { Wrappers } from './wrapper-types.js';
@@ -28,11 +31,22 @@ export interface BeforeToolCallContext extends HookContext {
   readonly context: HookContext;
 }
 
-/** `{ block: true }` stops the call: it is not executed and its result is an error carrying `reason`. */
+/**
+ * `{ block: true }` denies the call: it is not executed, its outcome is `denied` and the model is told `reason`.
+ * (Or answer a {@link HookDecision}: `continue(patch?)`, `replace(result, reason)`, `pause({ reason })`, `stop(…)`.)
+ */
 export interface BeforeToolCallResult {
   readonly block?: boolean | undefined;
   readonly reason?: string | undefined;
 }
+
+/**
+ * What `beforeToolCall` answers: nothing or `Decision.continue(patch?)` (run the call), `{ block: true, reason }` (deny
+ * it), `Decision.replace(result, reason)` (do not run it: `result` is its result), `Decision.pause({ reason })` (hold
+ * it for a person's approval; the run suspends), `Decision.stop(outcome, reason)` (end the run). Composed: the first
+ * denial, replace, pause or stop wins in middleware order; the later hooks are not called.
+ */
+export type BeforeToolCallAnswer = BeforeToolCallResult | HookDecision<AgentToolResult> | undefined;
 
 /** The context of `afterToolCall`: the call and the result it produced (executed, or the error of a blocked call). */
 export interface AfterToolCallContext extends HookContext {
@@ -50,6 +64,8 @@ export interface AfterToolCallResult {
   readonly details?: unknown;
   readonly isError?: boolean | undefined;
   readonly terminate?: boolean | undefined;
+  /** A change to the run state (see `docs/state.md`). */
+  readonly patch?: StatePatch | undefined;
 }
 
 /** The context of `shouldStopAfterTurn`, given after `turn_end`. */
@@ -78,6 +94,20 @@ export interface TurnAction {
   readonly response?: AssistantMessage | undefined;
   readonly injectMessages?: readonly Message[] | undefined;
   readonly decision?: TurnDecision | undefined;
+  /** A change to the run state (see `docs/state.md`). */
+  readonly patch?: StatePatch | undefined;
+}
+
+/**
+ * What `onRunStart` answers: nothing, a {@link StatePatch}, `Decision.continue(patch?)`, or `Decision.stop(outcome,
+ * reason)` (the run ends before its first model call). Every middleware's runs, in order, until one stops.
+ */
+export type RunStartAnswer = StatePatch | HookDecision<never> | undefined;
+
+/** The context of `onRunEnd`: the run's context and what it added. */
+export interface RunEndContext extends HookContext {
+  /** Every message the run added. */
+  readonly newMessages: readonly Message[];
 }
 
 /**
@@ -94,14 +124,24 @@ export interface AgentHooks {
   convertToLlm?(messages: Message[], ctx: HookContext): HookResult<Message[]>;
   /** Before every model call: the system prompt the model receives. Chained. */
   transformSystemPrompt?(prompt: string, ctx: HookContext): HookResult<string>;
-  /** Per tool call, after argument validation, before execution: may block the call. */
-  beforeToolCall?(ctx: BeforeToolCallContext): HookResult<BeforeToolCallResult | undefined>;
+  /**
+   * Per tool call, after argument validation, before execution: may deny, replace, pause or stop it (see
+   * {@link BeforeToolCallAnswer}).
+   */
+  beforeToolCall?(ctx: BeforeToolCallContext): HookResult<BeforeToolCallAnswer>;
   /** Per tool call, after execution (or blocking): may rewrite the result, field by field. */
   afterToolCall?(ctx: AfterToolCallContext): HookResult<AfterToolCallResult | undefined>;
   /** At every turn end: `true` ends the run (queued steering and follow-ups stay queued). */
   shouldStopAfterTurn?(ctx: TurnEndContext): HookResult<boolean>;
   /** After each successful model response settles, before its `message_end`: may replace it, inject, decide. */
   afterModelResponse?(response: AssistantMessage, ctx: HookContext): HookResult<TurnAction | undefined>;
+  /** When a run starts, before its first model call: may change the state or stop the run. Every one runs, in order. */
+  onRunStart?(ctx: HookContext): HookResult<RunStartAnswer>;
+  /**
+   * When a run ends, before its `agent_end`, with its outcome: may change the state (a patch), which is stored with
+   * the thread. Every one runs, in order. A throw is a `HookError` (the run's outcome becomes `failed`).
+   */
+  onRunEnd?(ctx: RunEndContext, outcome: RunOutcome): HookResult<StatePatch | undefined>;
 }
 
 /**
@@ -128,10 +168,17 @@ export type ComposedHooks = {
  */
 export interface Middleware extends AgentHooks, Wrappers {
   readonly name?: string | undefined;
+  /**
+   * What a failure of one of this middleware's hooks does: `stop` (the default) ends the run with a `HookError`;
+   * `skip` drops that hook's answer for this call, emits a `hook_error` event and goes on (for a middleware whose
+   * failure must not cost the user the run: logging, analytics). Wrappers always stop.
+   */
+  readonly onError?: 'stop' | 'skip' | undefined;
 }
 
-/** The name of each hook, in the order they fire within a turn. */
+/** The name of each hook, in the order they fire: the run's start, the seven of a turn, the run's end. */
 export const HOOK_NAMES = [
+  'onRunStart',
   'transformContext',
   'convertToLlm',
   'transformSystemPrompt',
@@ -139,4 +186,5 @@ export const HOOK_NAMES = [
   'beforeToolCall',
   'afterToolCall',
   'shouldStopAfterTurn',
+  'onRunEnd',
 ] as const satisfies readonly (keyof AgentHooks)[];

@@ -4,7 +4,7 @@
  */
 import type { Observable } from 'rxjs';
 import type { ToolCall } from '../types/content.js';
-import type { AssistantMessage, Message } from '../types/messages.js';
+import type { AssistantMessage, Message, ToolCallOutcome } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice, ToolDefinition } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
@@ -63,6 +63,8 @@ export interface ToolOutcome {
   readonly result: AgentToolResult;
   readonly isError: boolean;
   readonly error?: unknown;
+  /** How the call ended (set by the innermost layer; a wrapper's own outcome without it counts as `ok`/`error`). */
+  readonly outcome?: ToolCallOutcome | undefined;
 }
 
 /** The context of `wrapToolCall`. */

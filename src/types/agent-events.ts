@@ -2,9 +2,12 @@
  * Agent events: what a run emits, in order. Every event carries the `runId` of the run it belongs to.
  * @module
  */
-import type { AssistantMessage, Message, ToolResultMessage } from './messages.js';
+import type { ApprovalRequest } from './approval.js';
+import type { AssistantMessage, Message, ToolCallOutcome, ToolResultMessage } from './messages.js';
+import type { StatePatch } from './state.js';
 import type { StreamEvent } from './stream-events.js';
 import type { AgentToolResult } from './tool.js';
+import type { Usage } from './usage.js';
 
 /** A run started. */
 export interface AgentStartEvent {
@@ -12,11 +15,32 @@ export interface AgentStartEvent {
   readonly runId: string;
 }
 
-/** A run ended (normally, by error or by cancellation); `messages` are the messages it added, in order. */
+/**
+ * How a run ended: `completed` (nothing more to do), `stopped` (a hook or middleware ended it: `afterModelResponse`
+ * deciding `stop`, `shouldStopAfterTurn`, a batch whose results all asked to terminate), `failed` (a provider error, a
+ * hook failure, a `stop('failed')` decision, a state conflict, a checkpoint failure), `cancelled` (`abort()`, a
+ * signal, a deadline, a `stop('cancelled')` decision, `abortPending()`) or `suspended` (tool calls wait for approval:
+ * `pending` lists them; the run resumes when they are answered).
+ */
+export type RunOutcome = 'completed' | 'stopped' | 'failed' | 'cancelled' | 'suspended';
+
+/**
+ * A run ended; `messages` are the messages it added, in order, `usage` their summed usage (tokens and cost), and
+ * `outcome` how it ended.
+ */
 export interface AgentEndEvent {
   readonly type: 'agent_end';
   readonly runId: string;
   readonly messages: readonly Message[];
+  readonly outcome: RunOutcome;
+  readonly usage: Usage;
+  /** With outcome `suspended`: the approval requests the run waits for. */
+  readonly pending?: readonly ApprovalRequest[];
+  /**
+   * With outcome `suspended`: messages an `afterModelResponse` hook injected in the suspended turn, to be added after
+   * the resumed batch's results (the Agent keeps them with the pending requests).
+   */
+  readonly deferredMessages?: readonly Message[];
 }
 
 /** A turn started: one model call and the tool batch it asks for. `turnIndex` counts from 0 within the run. */
@@ -83,6 +107,44 @@ export interface ToolExecutionEndEvent {
   readonly toolName: string;
   readonly result: AgentToolResult;
   readonly isError: boolean;
+  /** How the call ended: `ok`, `error`, `denied` (a policy refused it), `aborted` or `interrupted`. */
+  readonly outcome: ToolCallOutcome;
+}
+
+/**
+ * A tool call needs a person's approval (a `pause` decision): it is held, the rest of the batch runs, and the run
+ * suspends. Answer with `agent.respond(requestId, …)`.
+ */
+export interface ApprovalRequestedEvent extends ApprovalRequest {
+  readonly type: 'approval_requested';
+  readonly runId: string;
+}
+
+/**
+ * A hook of a middleware declared `onError: 'skip'` failed: its answer was dropped and the run went on. (A hook of a
+ * middleware that stops on error ends the run with a `HookError` instead.)
+ */
+export interface HookErrorEvent {
+  readonly type: 'hook_error';
+  readonly runId: string;
+  readonly middleware: string;
+  readonly hook: string;
+  /** The failure's message. */
+  readonly error: string;
+}
+
+/**
+ * A patch was applied to the run state: who produced it, the version it was applied to and the version it made, and
+ * this event's id (recorded as the key's `changedBy` in the state).
+ */
+export interface StatePatchedEvent {
+  readonly type: 'state_patched';
+  readonly runId: string;
+  readonly eventId: string;
+  readonly producer: string;
+  readonly baseVersion: number;
+  readonly version: number;
+  readonly patch: StatePatch;
 }
 
 /**
@@ -130,7 +192,10 @@ export type AgentEvent =
   | ToolExecutionUpdateEvent
   | ToolExecutionEndEvent
   | ModelAttemptEvent
-  | ModelFallbackEvent;
+  | ModelFallbackEvent
+  | ApprovalRequestedEvent
+  | HookErrorEvent
+  | StatePatchedEvent;
 
 /** The `type` of any agent event. */
 export type AgentEventType = AgentEvent['type'];

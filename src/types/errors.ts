@@ -38,7 +38,7 @@ export class InvalidStateError extends CubepiError {
   readonly code = 'invalid_state';
 }
 
-/** The names of the seven middleware hooks. */
+/** The names of the middleware hooks: the seven of a turn and the two of a run's lifecycle. */
 export type HookName =
   | 'transformContext'
   | 'convertToLlm'
@@ -46,7 +46,9 @@ export type HookName =
   | 'beforeToolCall'
   | 'afterToolCall'
   | 'shouldStopAfterTurn'
-  | 'afterModelResponse';
+  | 'afterModelResponse'
+  | 'onRunStart'
+  | 'onRunEnd';
 
 /** Where a {@link HookError} happened. */
 export interface HookErrorDetails {
@@ -280,5 +282,42 @@ export class CheckpointSchemaError extends CheckpointError {
     });
     this.found = details.found;
     this.supported = details.supported;
+  }
+}
+
+/**
+ * Two patches from one parallel tool batch changed the same key of the run state: which one should win is not
+ * defined, so neither silently does. The run ends (outcome `failed`); both producers are named.
+ */
+export class StatePatchConflictError extends CubepiError {
+  readonly code = 'state_patch_conflict';
+  readonly key: string;
+  readonly producers: readonly [string, string];
+
+  constructor(key: string, first: string, second: string) {
+    super(
+      `State key "${key}" was changed by two patches of one parallel tool batch: ${first} and ${second}; ` +
+        'change it from one hook, or run the batch sequentially',
+    );
+    this.key = key;
+    this.producers = [first, second];
+  }
+}
+
+/**
+ * An approval answer that cannot be taken: the request id is unknown to the agent, or was already answered.
+ * Nothing was recorded.
+ */
+export class StaleApprovalError extends CubepiError {
+  readonly code = 'stale_approval';
+  readonly requestId: string;
+
+  constructor(requestId: string, why: 'unknown' | 'answered') {
+    super(
+      why === 'unknown'
+        ? `No pending approval request "${requestId}" (agent.pending lists the open ones)`
+        : `Approval request "${requestId}" was already answered`,
+    );
+    this.requestId = requestId;
   }
 }

@@ -55,6 +55,15 @@ export interface AssistantMessage {
   readonly metadata?: MessageMetadata;
 }
 
+/**
+ * How a tool call ended: `ok` (it ran and succeeded, or a hook answered in its place), `error` (it failed, or could
+ * not run: unknown tool, invalid arguments, an invalid result), `denied` (a policy refused it: a `beforeToolCall`
+ * block or a denied approval; the text for the model is the policy's reason), `aborted` (the run was cancelled or
+ * stopped before it finished) or `interrupted` (the process stopped while it was running, or after its approval was
+ * stored: it may or may not have run).
+ */
+export type ToolCallOutcome = 'ok' | 'error' | 'denied' | 'aborted' | 'interrupted';
+
 /** The answer to one tool call. `details` is data for the host (UI, logs); only `content` is sent to the model. */
 export interface ToolResultMessage<TDetails = unknown> {
   readonly role: 'toolResult';
@@ -63,6 +72,11 @@ export interface ToolResultMessage<TDetails = unknown> {
   readonly content: readonly ToolResultContent[];
   readonly details?: TDetails;
   readonly isError: boolean;
+  /**
+   * How the call ended (see {@link ToolCallOutcome}). Always set by cubepi; absent only in threads stored by cubepi
+   * before 0.2.0, where `isError` tells `ok` from `error`.
+   */
+  readonly outcome?: ToolCallOutcome;
   readonly timestamp: number;
   readonly metadata?: MessageMetadata;
 }

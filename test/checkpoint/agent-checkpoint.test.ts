@@ -118,7 +118,7 @@ describe('an Agent with a checkpointer', () => {
 
   it('saves extra at every turn end where it changed (replace semantics)', async () => {
     const store = new MemoryCheckpointer();
-    const saved: unknown[] = [];
+    const saved: Record<string, unknown>[] = [];
     const spy: Checkpointer = {
       ...store,
       load: (t) => store.load(t),
@@ -140,21 +140,22 @@ describe('an Agent with a checkpointer', () => {
       checkpointer: spy,
       threadId: 'x',
       extra: { stale: true },
-      afterModelResponse: (_r, ctx) => {
-        delete ctx.extra.stale;
-        ctx.extra.turns = ((ctx.extra.turns as number) ?? 0) + 1;
-        return undefined;
-      },
+      afterModelResponse: (_r, ctx) => ({
+        patch: { delete: ['stale'], set: { turns: ((ctx.state.values.turns as number) ?? 0) + 1 } },
+      }),
     });
     await agent.prompt('go');
-    expect(saved).toEqual([{ turns: 1 }, { turns: 2 }]);
-    expect((await store.load('x'))!.extra).toEqual({ turns: 2 });
+    // The values are the record's keys, as extra always was; the state's bookkeeping rides along under its key.
+    expect(saved.map(({ 'cubepi:state': _, ...values }) => values)).toEqual([{ turns: 1 }, { turns: 2 }]);
+    expect(saved.map((record) => (record['cubepi:state'] as { version: number }).version)).toEqual([1, 2]);
+    const { 'cubepi:state': _state, ...stored } = (await store.load('x'))!.extra;
+    expect(stored).toEqual({ turns: 2 });
   });
 
   it('writes extra only when it differs from what the store holds (loaded, or last saved)', async () => {
     const store = new MemoryCheckpointer();
     await store.saveExtra('y', { plan: 'pro' });
-    const saved: unknown[] = [];
+    const saved: Record<string, unknown>[] = [];
     const spy = wrapped(store, {
       saveExtra: async (t, extra) => (saved.push({ ...extra }), store.saveExtra(t, extra)),
     });
@@ -164,19 +165,17 @@ describe('an Agent with a checkpointer', () => {
       model: 'faux',
       checkpointer: spy,
       threadId: 'y',
-      afterModelResponse: (_r, ctx) => {
-        if (change !== undefined) Object.assign(ctx.extra, change);
-        return undefined;
-      },
+      afterModelResponse: () => (change === undefined ? undefined : { patch: { set: change } }),
     });
     await agent.prompt('a'); // extra as loaded: nothing to write
     expect(saved).toEqual([]);
     change = { plan: 'team' };
     await agent.prompt('b'); // changed: written once
-    expect(saved).toEqual([{ plan: 'team' }]);
-    await agent.prompt('c'); // the same again: the store holds it
-    expect(saved).toEqual([{ plan: 'team' }]);
-    expect((await store.load('y'))!.extra).toEqual({ plan: 'team' });
+    expect(saved.map((record) => record.plan)).toEqual(['team']);
+    change = undefined;
+    await agent.prompt('c'); // unchanged: the store holds it
+    expect(saved).toHaveLength(1);
+    expect((await store.load('y'))!.extra.plan).toEqual('team');
     expect(agent.state.extra).toEqual({ plan: 'team' });
   });
 

@@ -57,7 +57,7 @@ function run$(): Observable<AgentEvent> {
     { type: 'turn_start', runId: 'r', turnIndex: 1 },
     end(user('three')),
     turnEnd(1),
-    { type: 'agent_end', runId: 'r', messages: [] },
+    { type: 'agent_end', runId: 'r', messages: [], outcome: 'completed', usage: EMPTY_USAGE },
   ]);
 }
 

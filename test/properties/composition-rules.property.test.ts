@@ -18,6 +18,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'vitest';
 import {
   composeMiddleware,
+  EMPTY_STATE,
   EMPTY_USAGE,
   HookError,
   textOf,
@@ -262,6 +263,7 @@ const ctx: HookContext = {
   systemPrompt: 'base',
   tools: [],
   messages: [],
+  state: EMPTY_STATE,
   extra: {},
   signal: new AbortController().signal,
 };

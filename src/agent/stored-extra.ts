@@ -1,0 +1,66 @@
+/**
+ * How an Agent keeps its run state and pending approvals in a checkpointer's `extra` record: the state's values as the
+ * record's keys (as `extra` always was), and two reserved keys for the rest.
+ * @module
+ */
+import { stateFromStored } from '../types/apply-patch.js';
+import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
+import { InvalidInputError } from '../types/errors.js';
+import type { Message } from '../types/messages.js';
+import type { HookState } from '../types/state.js';
+
+/** The key of the run state's bookkeeping (version, event log, fragments, who changed what). Reserved. */
+export const STATE_KEY = 'cubepi:state';
+/** The key of the approvals a suspended run waits for. Reserved. */
+export const APPROVALS_KEY = 'cubepi:approvals';
+
+/** An approval request as kept with the thread: with its answer once given (stored before the call runs). */
+export interface StoredRequest extends ApprovalRequest {
+  readonly answer?: ApprovalAnswer | undefined;
+}
+
+/** The approvals of a suspended batch. */
+export interface StoredApprovals {
+  readonly requests: readonly StoredRequest[];
+  /** Messages injected in the suspended turn, added after the resumed batch. */
+  readonly deferred: readonly Message[];
+}
+
+/** The `extra` record for a state and its approvals. A state never patched keeps the record as plain values. */
+export function encodeStoredExtra(state: HookState, approvals: StoredApprovals | undefined): Record<string, unknown> {
+  const record: Record<string, unknown> = { ...state.values };
+  if (state.version > 0) {
+    record[STATE_KEY] = {
+      version: state.version,
+      events: state.events,
+      contextFragments: state.contextFragments,
+      changedBy: state.changedBy,
+    };
+  }
+  if (approvals !== undefined) record[APPROVALS_KEY] = approvals;
+  return record;
+}
+
+/** The state and approvals of a loaded `extra` record (a record written before 0.2.0 is all values). */
+export function decodeStoredExtra(extra: Readonly<Record<string, unknown>>): {
+  state: HookState;
+  approvals: StoredApprovals | undefined;
+} {
+  const { [STATE_KEY]: stored, [APPROVALS_KEY]: approvals, ...values } = extra;
+  return { state: stateFromStored(values, stored), approvals: checkApprovals(approvals) };
+}
+
+function checkApprovals(value: unknown): StoredApprovals | undefined {
+  if (value === undefined) return undefined;
+  const record = value as Partial<StoredApprovals> | null;
+  if (
+    typeof record !== 'object' ||
+    record === null ||
+    !Array.isArray(record.requests) ||
+    !Array.isArray(record.deferred) ||
+    !record.requests.every((r) => typeof r?.requestId === 'string' && typeof r.toolCallId === 'string')
+  ) {
+    throw new InvalidInputError('the stored approvals are not an approvals record');
+  }
+  return record as StoredApprovals;
+}

@@ -1,0 +1,79 @@
+/**
+ * Typed decisions: what a control-flow hook answers instead of `undefined` meaning three things.
+ * @module
+ */
+import type { StatePatch } from './state.js';
+
+/** Go on (optionally changing the run state). */
+export interface ContinueDecision {
+  readonly kind: 'continue';
+  readonly patch?: StatePatch | undefined;
+}
+
+/** Do not make the call: `value` stands in for its result (a cache hit, a canned answer). */
+export interface ReplaceDecision<T> {
+  readonly kind: 'replace';
+  readonly value: T;
+  readonly reason: string;
+}
+
+/**
+ * Wait for someone: the call is held, the run suspends durably (`agent_end` with outcome `suspended`), and it resumes
+ * when the request is answered (`agent.respond`), also after a process restart.
+ */
+export interface PauseDecision {
+  readonly kind: 'pause';
+  readonly reason: string;
+  /** Anything the person answering should see (JSON). */
+  readonly payload?: unknown;
+}
+
+/** End the run now, as `failed` or `cancelled`, saying why. */
+export interface StopDecision {
+  readonly kind: 'stop';
+  readonly outcome: 'failed' | 'cancelled';
+  readonly reason: string;
+}
+
+/**
+ * What `beforeToolCall`, `wrapToolCall` and `wrapModelCall` may answer (besides their older answers, which keep their
+ * meaning). `T` is what `replace` stands in for: a tool result, or an assistant message.
+ */
+export type HookDecision<T> = ContinueDecision | ReplaceDecision<T> | PauseDecision | StopDecision;
+
+/**
+ * The decision constructors.
+ *
+ * @example
+ * beforeToolCall: (ctx) =>
+ *   ctx.toolCall.name === 'delete_file' ? Decision.pause({ reason: 'Deleting needs a human' }) : Decision.continue(),
+ */
+export const Decision = Object.freeze({
+  /** Go on; `patch` changes the run state. */
+  continue(patch?: StatePatch): ContinueDecision {
+    return patch === undefined ? CONTINUE : { kind: 'continue', patch };
+  },
+  /** Do not make the call; `value` is its result. */
+  replace<T>(value: T, reason: string): ReplaceDecision<T> {
+    return { kind: 'replace', value, reason };
+  },
+  /** Hold the call until someone answers; the run suspends durably. */
+  pause(request: { readonly reason: string; readonly payload?: unknown }): PauseDecision {
+    return request.payload === undefined
+      ? { kind: 'pause', reason: request.reason }
+      : { kind: 'pause', reason: request.reason, payload: request.payload };
+  },
+  /** End the run now. */
+  stop(outcome: 'failed' | 'cancelled', reason: string): StopDecision {
+    return { kind: 'stop', outcome, reason };
+  },
+});
+
+const CONTINUE: ContinueDecision = Object.freeze({ kind: 'continue' });
+
+/** Whether `value` is a {@link HookDecision} (an object whose `kind` is one of the four). */
+export function isHookDecision(value: unknown): value is HookDecision<unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const kind = (value as { kind?: unknown }).kind;
+  return kind === 'continue' || kind === 'replace' || kind === 'pause' || kind === 'stop';
+}
