@@ -83,12 +83,7 @@ export function* resumeBatch(run: RunState, resume: ResumeBatch): Op<BatchResult
     }
     if ('deny' in answer) {
       const denied = errorOutcome(answer.deny, 'denied');
-      finishCall(
-        run,
-        turn,
-        index,
-        yield* afterToolCall(run, turn, assistant, call, call.arguments as Record<string, unknown>, denied, index),
-      );
+      finishCall(run, turn, index, yield* afterToolCall(run, turn, assistant, call, call.arguments, denied, index));
       continue;
     }
     const args = 'edit' in answer ? answer.edit : call.arguments;

@@ -3,7 +3,7 @@
  * record's keys (as `extra` always was), and two reserved keys for the rest.
  * @module
  */
-import { stateFromStored } from '../types/apply-patch.js';
+import { recordOf, stateFromStored } from '../types/apply-patch.js';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import { InvalidInputError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
@@ -52,15 +52,18 @@ export function decodeStoredExtra(extra: Readonly<Record<string, unknown>>): {
 
 function checkApprovals(value: unknown): StoredApprovals | undefined {
   if (value === undefined) return undefined;
-  const record = value as Partial<StoredApprovals> | null;
+  const record = recordOf(value);
+  const isRequest = (r: unknown) => {
+    const request = recordOf(r);
+    return typeof request?.requestId === 'string' && typeof request.toolCallId === 'string';
+  };
   if (
-    typeof record !== 'object' ||
-    record === null ||
+    record === undefined ||
     !Array.isArray(record.requests) ||
     !Array.isArray(record.deferred) ||
-    !record.requests.every((r) => typeof r?.requestId === 'string' && typeof r.toolCallId === 'string')
+    !(record.requests as unknown[]).every(isRequest)
   ) {
     throw new InvalidInputError('the stored approvals are not an approvals record');
   }
-  return record as StoredApprovals;
+  return record as unknown as StoredApprovals;
 }

@@ -80,7 +80,9 @@ function checkDecision(decision: HookDecision<unknown>, what: 'a tool result' | 
       try {
         JSON.stringify(decision.payload);
       } catch (error) {
-        throw new TypeError(`a pause decision's payload cannot be stored as JSON (${(error as Error).message})`);
+        throw new TypeError(`a pause decision's payload cannot be stored as JSON (${(error as Error).message})`, {
+          cause: error,
+        });
       }
       return;
     case 'stop':

@@ -272,7 +272,7 @@ function foldEntries<H extends HookName, TAcc, TInput, TCtx>(
       reportPatch(hook, entry, answer, ctx);
     } catch (error) {
       const failure = hookError(hook, entry, errorInput(input, ctx), error);
-      if (!entry.skip || error instanceof StatePatchConflictError) throw failure;
+      if (!entry.skip || failure instanceof StatePatchConflictError) throw failure;
       sinkOf(ctx)?.skipped(failure);
       continue;
     }
@@ -327,14 +327,14 @@ function reportPatch(hook: HookName, entry: Entry, answer: unknown, ctx: unknown
     case 'beforeToolCall':
     case 'onRunStart':
       if (isHookDecision(answer)) patch = answer.kind === 'continue' ? answer.patch : undefined;
-      else if (hook === 'onRunStart') patch = answer as StatePatch;
+      else if (hook === 'onRunStart') patch = answer;
       break;
     case 'afterToolCall':
     case 'afterModelResponse':
       patch = (answer as { patch?: StatePatch }).patch;
       break;
     case 'onRunEnd':
-      patch = answer as StatePatch;
+      patch = answer;
       break;
     default:
       return;
@@ -342,8 +342,9 @@ function reportPatch(hook: HookName, entry: Entry, answer: unknown, ctx: unknown
   if (patch !== undefined) sinkOf(ctx)?.patch(entry.name, patch);
 }
 
-function hookError(hook: HookName, entry: Entry, input: unknown, cause: unknown): HookError {
-  if (cause instanceof HookError) return cause;
+/** A hook's failure, named after its middleware; a state conflict (the run's verdict on a patch) stays as it is. */
+function hookError(hook: HookName, entry: Entry, input: unknown, cause: unknown): HookError | StatePatchConflictError {
+  if (cause instanceof HookError || cause instanceof StatePatchConflictError) return cause;
   return new HookError({ middleware: entry.name, hook, inputHash: hashInput(input), cause });
 }
 
@@ -361,7 +362,7 @@ function answer$<H extends HookName>(
   entry: Entry,
   ctx: unknown,
   answer: () => unknown,
-  toHookError: (error: unknown) => HookError,
+  toHookError: (error: unknown) => HookError | StatePatchConflictError,
 ): Observable<HookAnswers[H]> {
   return defer(() => {
     const value = answer();
@@ -375,7 +376,7 @@ function answer$<H extends HookName>(
     }),
     catchError((error: unknown) => {
       const failure = toHookError(error);
-      if (!entry.skip || error instanceof StatePatchConflictError) return throwError(() => failure);
+      if (!entry.skip || failure instanceof StatePatchConflictError) return throwError(() => failure);
       // Skipped: no answer (the rule keeps what it had), and the run is told.
       sinkOf(ctx)?.skipped(failure);
       return EMPTY;

@@ -63,7 +63,7 @@ export function checkPatch(value: unknown): asserts value is StatePatch {
     try {
       JSON.stringify(patch.set);
     } catch (error) {
-      throw new TypeError(`patch.set cannot be stored as JSON (${(error as Error).message})`);
+      throw new TypeError(`patch.set cannot be stored as JSON (${(error as Error).message})`, { cause: error });
     }
   }
   if (patch.delete !== undefined && !isStringList(patch.delete)) throw new TypeError('patch.delete must be keys');
@@ -106,10 +106,9 @@ export function renderFragments(systemPrompt: string, fragments: readonly Contex
 /** A state restored from storage, checked (a damaged record is refused rather than half-read). */
 export function stateFromStored(values: Readonly<Record<string, unknown>>, stored: unknown): HookState {
   if (stored === undefined) return Object.freeze({ ...EMPTY, values: Object.freeze({ ...values }) });
-  const record = stored as Partial<Record<keyof HookState, unknown>> | null;
+  const record = recordOf(stored);
   if (
-    typeof record !== 'object' ||
-    record === null ||
+    record === undefined ||
     typeof record.version !== 'number' ||
     !Array.isArray(record.events) ||
     !Array.isArray(record.contextFragments) ||
@@ -128,3 +127,10 @@ export function stateFromStored(values: Readonly<Record<string, unknown>>, store
 }
 
 const EMPTY = { version: 0, events: [], contextFragments: [], changedBy: {} } as const;
+
+/** `value` as a record of unknown fields, when it is a non-null, non-array object. */
+export function recordOf(value: unknown): Readonly<Record<string, unknown>> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}

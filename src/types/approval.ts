@@ -22,6 +22,4 @@ export interface ApprovalRequest {
  * with other arguments (validated again against the tool's schema).
  */
 export type ApprovalAnswer =
-  | { readonly approve: true }
-  | { readonly deny: string }
-  | { readonly edit: Readonly<Record<string, unknown>> };
+  { readonly approve: true } | { readonly deny: string } | { readonly edit: Readonly<Record<string, unknown>> };
