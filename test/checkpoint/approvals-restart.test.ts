@@ -22,7 +22,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 interface Backend {
   readonly name: string;
   /** The store argument of the fixture and a checkpointer on it for this process. */
-  make(label: string): Promise<{ store: string; checkpointer: Checkpointer; dispose(): Promise<void> }>;
+  make(label: string): Promise<{ store: string; checkpointer: Checkpointer; dispose: () => Promise<void> }>;
 }
 
 const backends: Backend[] = [
