@@ -26,8 +26,11 @@ const BROWSER_ENTRIES = ['cubepi', 'cubepi/operators', 'cubepi/testing', 'cubepi
  * when they were set (docs/install.md has the measurements): cubepi's own code (rxjs and zod external), and with the
  * rxjs it uses bundled (zod external: an app that defines tools pays for zod itself, and `import { z } from 'zod'`
  * is ~450 kB minified whatever cubepi does). Raise them on purpose, never to make a test pass.
+ *
+ * Raised once, on purpose, by issue 17 (decisions, run state and patches, durable approvals, lifecycle hooks are part
+ * of every Agent): 54.3 → 71.6 kB own code, 76.8 → 94.4 kB with rxjs.
  */
-const BUDGET = { ownCode: 70_000, withRxjs: 98_000 };
+const BUDGET = { ownCode: 90_000, withRxjs: 118_000 };
 
 beforeAll(async () => {
   // `npm test` builds first; a lone `vitest run` builds here.

@@ -76,6 +76,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'src/middleware',
     'src/checkpoint',
     'src/agent',
+    'src/tools',
   ],
   src: ['src', 'src/types', 'operators', 'src/tools', 'src/providers', 'src/middleware', 'src/checkpoint', 'src/agent'],
 };

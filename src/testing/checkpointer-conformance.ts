@@ -5,7 +5,13 @@
  * errors carry `actual` and `expected` for the runner's diff.
  * @module
  */
+import { z } from 'zod';
+import { Agent } from '../agent/agent.js';
 import { MAX_THREAD_ID_LENGTH } from '../checkpoint/check-arguments.js';
+import { ToolGuard } from '../middleware/tool-guard.js';
+import { FauxProvider } from '../providers/faux-provider.js';
+import { fauxMessage, fauxToolCall } from '../providers/faux-messages.js';
+import { defineTool } from '../tools/define-tool.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { serializeMessage, type AssistantMessage, type Message, type UserMessage } from '../types/messages.js';
 import { assert } from './assert.js';
@@ -408,6 +414,51 @@ export function checkpointerConformance(make: Make, options: CheckpointerConform
         }
       }
       assert.deepEqual(await checkpointer.listThreads(), [], 'nothing was written');
+    });
+
+    test('a run suspended for approval is stored: another handle restores its requests, answers and completes it', async ({
+      checkpointer,
+      other,
+    }) => {
+      const ran: string[] = [];
+      const agentOn = (store: Checkpointer, responses: Parameters<FauxProvider['setResponses']>[0]) =>
+        new Agent({
+          provider: new FauxProvider({ responses }),
+          model: 'faux',
+          tools: [
+            defineTool({
+              name: 'pay',
+              description: 'pays',
+              parameters: z.object({ amount: z.number() }),
+              execute: (_id, { amount }) => (ran.push(`pay ${amount}`), `paid ${amount}`),
+            }),
+          ],
+          middleware: [new ToolGuard({ policy: ToolGuard.byName({ ask: ['pay'] }) })],
+          checkpointer: store,
+          threadId: 'approvals',
+        });
+      const first = agentOn(checkpointer, [fauxMessage([fauxToolCall('pay', { amount: 5 }, { id: 'c1' })])]);
+      await first.prompt('pay 5');
+      assert.equal(first.pending.length, 1);
+      assert.deepEqual(ran, []);
+
+      const second = agentOn(await other(), [fauxMessage('paid')]);
+      await second.restore();
+      assert.deepEqual(
+        second.pending.map((r) => [r.toolCallId, r.toolName, r.args]),
+        [['c1', 'pay', { amount: 5 }]],
+        'the pending request is restored from the store',
+      );
+      const added = await second.respond(second.pending[0]!.requestId, { approve: true });
+      assert.deepEqual(ran, ['pay 5']);
+      assert.equal(added.at(-1)?.role, 'assistant');
+      const stored = await checkpointer.load('approvals');
+      assert.ok(stored);
+      assert.deepEqual(
+        stored.messages.map((m) => m.role),
+        ['user', 'assistant', 'toolResult', 'assistant'],
+      );
+      assert.equal(stored.extra['cubepi:approvals'], undefined, 'the answered batch is cleared');
     });
 
     test('thread ids are kept exactly: distinct ids never share a thread, and listThreads returns them as written', async ({
