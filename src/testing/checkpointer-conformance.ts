@@ -416,10 +416,8 @@ export function checkpointerConformance(make: Make, options: CheckpointerConform
       assert.deepEqual(await checkpointer.listThreads(), [], 'nothing was written');
     });
 
-    test('a run suspended for approval is stored: another handle restores its requests, answers and completes it', async ({
-      checkpointer,
-      other,
-    }) => {
+    test('a run suspended for approval is stored: another handle restores its requests, answers and completes it', async (store) => {
+      const { checkpointer } = store;
       const ran: string[] = [];
       const agentOn = (store: Checkpointer, responses: Parameters<FauxProvider['setResponses']>[0]) =>
         new Agent({
@@ -442,7 +440,7 @@ export function checkpointerConformance(make: Make, options: CheckpointerConform
       assert.equal(first.pending.length, 1);
       assert.deepEqual(ran, []);
 
-      const second = agentOn(await other(), [fauxMessage('paid')]);
+      const second = agentOn(await store.other(), [fauxMessage('paid')]);
       await second.restore();
       assert.deepEqual(
         second.pending.map((r) => [r.toolCallId, r.toolName, r.args]),
