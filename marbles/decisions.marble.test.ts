@@ -3,7 +3,7 @@
 // - onRunStart: every one runs, in order, until one answers stop; their patches all apply.
 // - onRunEnd: every one runs, in order.
 // - pause → respond: the run suspends at an exact frame; the resumed run runs the approved call and goes on.
-import { mergeMap, type OperatorFunction } from 'rxjs';
+import { catchError, mergeMap, of, type OperatorFunction } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -18,8 +18,16 @@ import {
   type AssistantMessage,
   type BeforeToolCallAnswer,
   type BeforeToolCallContext,
+  HookError,
   type Message,
+  type Middleware,
+  type ToolCallContext,
+  type ToolCallDecision,
+  type ToolCallRequest,
+  type ToolOutcome,
+  retry,
 } from 'cubepi';
+import type { RunHelpers } from 'rxjs/testing';
 import { FauxProvider, fauxMessage, fauxToolCall, spyHook } from 'cubepi/testing';
 import { assistant, hookContext, observed, testScheduler, toolCall } from './helpers.js';
 
@@ -164,6 +172,53 @@ describe('pause → respond in virtual time', () => {
       });
       // The approved call runs at once (no gate on resume) for 10 ms; the model answers in the same frame; the run ends.
       expectObservable(resumed.pipe(marks)).toBe('10ms (xE|)');
+    });
+  });
+});
+
+describe('wrapToolCall decisions: converted where they are answered', () => {
+  const tctx: ToolCallContext = { ...base, invocationId: 'inv', assistantMessage: assistant('') };
+  const request: ToolCallRequest = {
+    toolCall,
+    args: {},
+    tool: defineTool({
+      name: 'search',
+      description: 'd',
+      parameters: z.object({}),
+      idempotent: true,
+      execute: () => 'x',
+    }),
+  };
+  const decide = (cold: RunHelpers['cold'], decision: ToolCallDecision): Middleware => ({
+    name: 'decider',
+    wrapToolCall: () => cold('--(d|)', { d: decision }),
+    nextCalls: 'at-most-once',
+  });
+
+  it('replace: the layers outside (a retry here) see an outcome at that frame; the tool is never subscribed', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const tool = cold<ToolOutcome>('-(o|)', { o: { result: replaced, isError: false } });
+      const composed = composeMiddleware([retry({ backoff: { initialMs: 10, jitter: 0 } }), decide(cold, answers.r)]);
+      expectObservable(composed.wrappers.wrapToolCall!(request, tctx, () => tool)).toBe('--(o|)', {
+        o: { result: replaced, isError: false, outcome: 'ok' },
+      });
+      expectSubscriptions(tool.subscriptions).toBe([]);
+    });
+  });
+
+  it.each([
+    ['pause', 'p'],
+    ['stop', 's'],
+  ] as const)('%s: an error of the layers outside at that frame, never retried, never made a HookError', (_, mark) => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const composed = composeMiddleware([
+        retry({ backoff: { initialMs: 10, jitter: 0 } }),
+        decide(cold, answers[mark]),
+      ]);
+      const result = composed.wrappers.wrapToolCall!(request, tctx, () => cold('-|')).pipe(
+        catchError((error: unknown) => of(error instanceof HookError ? 'a HookError' : (error as Error).message)),
+      );
+      expectObservable(result).toBe('--(e|)', { e: `${answers[mark].kind}: ${answers[mark].reason}` });
     });
   });
 });

@@ -45,10 +45,12 @@ export { retry, TRANSIENT_ERROR_KINDS, type Backoff, type RetryOptions } from '.
 export {
   WRAPPER_PHASES,
   type ModelCallContext,
+  type ModelCallDecision,
   type ModelCallNext,
   type ModelRequest,
   type NextCalls,
   type ToolCallContext,
+  type ToolCallDecision,
   type ToolCallNext,
   type ToolCallRequest,
   type ToolOutcome,

@@ -1,5 +1,5 @@
 // Decisions, outcomes, state patches, lifecycle hooks and approvals through the Agent (issue 17).
-import { of } from 'rxjs';
+import { of, tap } from 'rxjs';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
@@ -17,6 +17,7 @@ import {
   ToolGuard,
   type AgentEndEvent,
   type AgentEvent,
+  type AgentToolResult,
   type Message,
   type Middleware,
   type ToolResultMessage,
@@ -323,19 +324,122 @@ describe('decisions', () => {
     expect(later).not.toHaveBeenCalled();
   });
 
-  it('wrapToolCall may pause a call (held like a gate pause) or replace its result', async () => {
-    const { agent, ran } = setup([['lookup', { to: 'x' }]], {
+  it('wrapToolCall may pause a call (held like a gate pause), even from inside another layer', async () => {
+    const outer: unknown[] = [];
+    const { agent, ran, events } = setup([['lookup', { to: 'x' }]], {
       middleware: [
         {
+          name: 'observer',
+          phase: 'observe',
+          wrapToolCall: (call, _ctx, next) =>
+            next(call).pipe(tap({ next: (v) => outer.push(v), error: (e: unknown) => outer.push(e) })),
+        },
+        {
           name: 'wrap',
-          wrapToolCall: () => of(Decision.pause({ reason: 'wrapper asks' })) as never,
+          wrapToolCall: () => of(Decision.pause({ reason: 'wrapper asks', payload: { why: 1 } })),
           nextCalls: 'at-most-once',
         },
       ],
     });
     await agent.prompt('go');
-    expect(agent.pending.map((r) => r.reason)).toEqual(['wrapper asks']);
+    expect(agent.pending.map((r) => [r.reason, r.payload])).toEqual([['wrapper asks', { why: 1 }]]);
     expect(ran).toEqual([]);
+    expect(outer).toHaveLength(1); // the pause reached the outer layer as an error of its `next`, not as a value
+    expect(outer[0]).toBeInstanceOf(Error);
+    expect(ends(events).map((e) => e.outcome)).toEqual(['suspended']);
+  });
+
+  it('wrapToolCall replace: the value is the result, seen by the layers outside as an outcome; the tool never runs', async () => {
+    const outer: unknown[] = [];
+    const { agent, ran, events } = setup([['lookup', { to: 'x' }]], {
+      middleware: [
+        {
+          name: 'observer',
+          phase: 'observe',
+          wrapToolCall: (call, _ctx, next) => next(call).pipe(tap((v) => outer.push(v))),
+        },
+        {
+          name: 'cache',
+          wrapToolCall: () =>
+            of(Decision.replace<AgentToolResult>({ content: [{ type: 'text', text: 'cached' }] }, 'cache hit')),
+          nextCalls: 'at-most-once',
+        },
+      ],
+    });
+    const messages = await agent.prompt('go');
+    expect(ran).toEqual([]);
+    expect(outer).toEqual([{ result: { content: [{ type: 'text', text: 'cached' }] }, isError: false, outcome: 'ok' }]);
+    expect(results(messages).map((m) => [textOf(m), m.outcome])).toEqual([['cached', 'ok']]);
+    expect(ends(events).map((e) => e.outcome)).toEqual(['completed']);
+  });
+
+  it('wrapToolCall stop ends the run with its outcome; the call gets an aborted result', async () => {
+    const { agent, ran, events } = setup([['lookup', { to: 'x' }]], {
+      middleware: [
+        { name: 'budget', wrapToolCall: () => of(Decision.stop('failed', 'budget spent')), nextCalls: 'at-most-once' },
+      ],
+    });
+    const messages = await agent.prompt('go');
+    expect(ran).toEqual([]);
+    expect(ends(events).map((e) => e.outcome)).toEqual(['failed']);
+    expect(results(messages).map((m) => m.outcome)).toEqual(['aborted']);
+    expectConsistentTranscript(agent.state.messages);
+  });
+
+  it('wrapToolCall continue is no answer for a wrapper: a HookError naming it', async () => {
+    const { agent } = setup([['lookup', { to: 'x' }]], {
+      middleware: [
+        { name: 'confused', wrapToolCall: () => of(Decision.continue()) as never, nextCalls: 'at-most-once' },
+      ],
+    });
+    await expect(agent.prompt('go')).rejects.toSatisfy(
+      (e: unknown) => e instanceof HookError && e.middleware === 'confused' && /continue/.test(String(e.cause)),
+    );
+  });
+
+  it("wrapModelCall replace answers in the model's place: the provider is never called", async () => {
+    const provider = new FauxProvider({ responses: [fauxMessage('from the model')] });
+    const answer = { ...fauxMessage('from the cache'), stopReason: 'stop' as const };
+    const agent = new Agent({
+      provider,
+      model: 'faux',
+      middleware: [
+        { name: 'cache', wrapModelCall: () => of(Decision.replace(answer, 'cache hit')), nextCalls: 'at-most-once' },
+      ],
+    });
+    const messages = await agent.prompt('hi');
+    expect(messages.map((m) => textOf(m))).toEqual(['hi', 'from the cache']);
+    expect(provider.callCount).toBe(0);
+  });
+
+  it('wrapModelCall stop ends the run as cancelled; pause is a HookError (a model call cannot be paused)', async () => {
+    const events: AgentEvent[] = [];
+    const stopping = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('x')] }),
+      model: 'faux',
+      middleware: [
+        { name: 'gate', wrapModelCall: () => of(Decision.stop('cancelled', 'closed')), nextCalls: 'at-most-once' },
+      ],
+    });
+    stopping.subscribe((e) => void events.push(e));
+    await stopping.prompt('hi');
+    expect(ends(events).map((e) => e.outcome)).toEqual(['cancelled']);
+    expectConsistentTranscript(stopping.state.messages);
+
+    const pausing = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('x')] }),
+      model: 'faux',
+      middleware: [
+        {
+          name: 'asker',
+          wrapModelCall: () => of(Decision.pause({ reason: 'why' })) as never,
+          nextCalls: 'at-most-once',
+        },
+      ],
+    });
+    await expect(pausing.prompt('hi')).rejects.toSatisfy(
+      (e: unknown) => e instanceof HookError && e.middleware === 'asker' && /cannot be paused/.test(String(e.cause)),
+    );
   });
 });
 

@@ -4,6 +4,7 @@
  */
 import { catchError, defer, isObservable, tap, throwError, type Observable } from 'rxjs';
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
+import { WrapperDecision } from '../middleware/compose-wrappers.js';
 import { errorMessageOf, HookError, isAbortError, RunAbortedError } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
@@ -11,7 +12,7 @@ import { EMPTY_USAGE } from '../types/usage.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import { ABORTED, wait, type Op } from './drive.js';
-import { closingMessage, turnContext, type RunState, type TurnState } from './run-state.js';
+import { closingMessage, RunStopped, turnContext, type RunState, type TurnState } from './run-state.js';
 
 /**
  * Streams the model's answer to `messages`. Emits `message_start` at the first event, `message_update` for every
@@ -141,6 +142,11 @@ export function* streamResponse(
       aborted = run.signal.aborted;
       if (!aborted) {
         if (error instanceof HookError) throw error; // a wrapper's bug
+        if (error instanceof WrapperDecision) {
+          // A wrapper's stop (the onion lets no other decision out of a model call).
+          const { decision } = error;
+          if (decision.kind === 'stop') throw new RunStopped(decision.outcome, decision.reason);
+        }
         terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
       }
     }

@@ -10,7 +10,7 @@ import { toolResultProblem } from '../types/check-tool-result.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
 import type { ApprovalRequest } from '../types/approval.js';
 import type { ToolCall } from '../types/content.js';
-import { isHookDecision, type HookDecision } from '../types/decision.js';
+import { isHookDecision } from '../types/decision.js';
 import { errorMessageOf, HookError, StatePatchConflictError, ToolExecutionError } from '../types/errors.js';
 import type { AssistantMessage, ToolCallOutcome, ToolResultMessage } from '../types/messages.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
@@ -29,6 +29,7 @@ import {
   type TurnState,
 } from './run-state.js';
 import { HOOK_SINK } from '../middleware/hook-sink.js';
+import { WrapperDecision } from '../middleware/compose-wrappers.js';
 import type { AfterToolCallContext, BeforeToolCallContext } from '../middleware/types.js';
 
 /** A call that passed validation and `beforeToolCall`, ready to execute. */
@@ -315,25 +316,18 @@ export function* executeCall(
         invocationId: `${run.runId}.${turn.index}.${call.id}`,
         assistantMessage: assistant,
       };
-      const executed = (yield wait(run.wrapToolCall(request, wrapCtx, execute), undefined)) as
-        ToolOutcome | HookDecision<AgentToolResult> | undefined;
-      if (isHookDecision(executed)) {
-        // A wrapper's decision: replace (its value is the result), pause (hold the call), stop (end the run).
-        const decided = wrapperDecision(run, turn, runnable, executed);
-        if (decided === undefined) return undefined;
-        outcome = decided;
-      } else {
-        const problem = executed === undefined ? 'no outcome' : toolResultProblem(executed.result);
-        // A wrapper may answer in the tool's place (a cache hit): its result passes the same check as a tool's.
-        outcome =
-          problem === undefined
-            ? {
-                result: executed!.result,
-                isError: executed!.isError,
-                outcome: executed!.outcome ?? (executed!.isError ? 'error' : 'ok'),
-              }
-            : errorOutcome(`Tool ${call.name} (through wrapToolCall) produced an invalid result: ${problem}`);
-      }
+      const executed = (yield wait(run.wrapToolCall(request, wrapCtx, execute), undefined)) as ToolOutcome | undefined;
+      const problem = executed === undefined ? 'no outcome' : toolResultProblem(executed.result);
+      // A wrapper may answer in the tool's place (a cache hit, a replace decision): its result passes the same check
+      // as a tool's.
+      outcome =
+        problem === undefined
+          ? {
+              result: executed!.result,
+              isError: executed!.isError,
+              outcome: executed!.outcome ?? (executed!.isError ? 'error' : 'ok'),
+            }
+          : errorOutcome(`Tool ${call.name} (through wrapToolCall) produced an invalid result: ${problem}`);
     } else if (tool.timeoutMs !== undefined || run.toolTimeoutMs !== undefined) {
       outcome = (yield wait(executeTool$(run, { toolCall: call, tool, args }, onUpdate), NO_OUTCOME)) as CallOutcome;
     } else {
@@ -344,6 +338,13 @@ export function* executeCall(
   } catch (error) {
     // Cancellation goes on; a wrapper's bug ends the run (a HookError); anything else is this call's failure.
     if (run.signal.aborted) throw run.signal.reason;
+    if (error instanceof WrapperDecision) {
+      // A wrapper's pause holds the call (like a gate's); its stop ends the run.
+      const { decision } = error;
+      if (decision.kind === 'stop') throw new RunStopped(decision.outcome, decision.reason);
+      holdCall(run, turn, runnable.index, args, decision.reason, decision.payload);
+      return undefined;
+    }
     if (error instanceof HookError || error instanceof RunStopped || error instanceof StatePatchConflictError)
       throw error;
     outcome = errorOutcome(errorMessageOf(error));
@@ -354,43 +355,6 @@ export function* executeCall(
     outcome = yield* afterToolCall(run, turn, assistant, call, args, outcome, runnable.index);
   }
   return outcome;
-}
-
-/**
- * What a `wrapToolCall` decision means for the call: `replace` gives its result (checked like a tool's), `pause`
- * holds the call (`undefined`), `stop` ends the run. `continue` is no answer for a wrapper (it must give an outcome
- * or decide): a `HookError`.
- */
-function wrapperDecision(
-  run: RunState,
-  turn: TurnState,
-  runnable: RunnableCall,
-  decision: HookDecision<AgentToolResult>,
-): CallOutcome | undefined {
-  const { call, args, index } = runnable;
-  switch (decision.kind) {
-    case 'replace': {
-      const problem = toolResultProblem(decision.value);
-      if (problem !== undefined) {
-        return errorOutcome(`Tool ${call.name} (through wrapToolCall) produced an invalid result: ${problem}`);
-      }
-      const isError = decision.value.isError === true;
-      return { result: decision.value, isError, outcome: isError ? 'error' : 'ok' };
-    }
-    case 'pause':
-      holdCall(run, turn, index, args, decision.reason, decision.payload);
-      return undefined;
-    case 'stop':
-      throw new RunStopped(decision.outcome, decision.reason);
-    case 'continue':
-      throw new HookError({
-        middleware: run.hookOwner,
-        hook: 'wrapToolCall',
-        cause: new TypeError(
-          'wrapToolCall answered continue: a wrapper answers with an outcome, or replace, pause or stop',
-        ),
-      });
-  }
 }
 
 /**

@@ -2,9 +2,11 @@
  * Composing wrappers into an onion, ordered by phase, then order, then registration.
  * @module
  */
-import { catchError, isObservable, Observable, tap, throwError } from 'rxjs';
+import { isObservable, Observable, tap } from 'rxjs';
+import { isHookDecision, type HookDecision, type PauseDecision, type StopDecision } from '../types/decision.js';
 import { ConfigurationError, HookError } from '../types/errors.js';
 import { isList } from '../types/is-list.js';
+import type { AssistantMessage } from '../types/messages.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { hashInput } from './hash-input.js';
 import type { Middleware } from './types.js';
@@ -20,6 +22,17 @@ import {
   type ToolOutcome,
   type WrapperPhase,
 } from './wrapper-types.js';
+
+/**
+ * A wrapper's `pause` or `stop` decision on its way out of the onion: an error of the layers' Observables, passed
+ * through every layer unchanged (never made a `HookError`), turned into the decision by whoever called the onion.
+ */
+export class WrapperDecision extends Error {
+  constructor(readonly decision: PauseDecision | StopDecision) {
+    super(`${decision.kind}: ${decision.reason}`);
+    this.name = 'WrapperDecision';
+  }
+}
 
 /** The two wrapper hooks. */
 export type WrapperName = 'wrapModelCall' | 'wrapToolCall';
@@ -210,7 +223,7 @@ function layer<TRequest, TValue, TContext>(
   next: (request: TRequest) => Observable<TValue>,
 ): Observable<TValue> {
   const fail = (cause: unknown) =>
-    cause instanceof HookError
+    cause instanceof HookError || cause instanceof WrapperDecision
       ? cause
       : new HookError({
           middleware: wrapper.name,
@@ -253,8 +266,69 @@ function layer<TRequest, TValue, TContext>(
             }),
           )
         : (output as Observable<TValue>);
-    return checked.pipe(catchError((error: unknown) => throwError(() => fail(error)))).subscribe(subscriber);
+    // A decision emitted by the layer is converted here, so the layer outside sees what `next` promises: a `replace`
+    // becomes the value it stands for, a `pause` or `stop` an error passed through to the onion's caller. Failures
+    // become a HookError naming this layer.
+    return checked.subscribe({
+      next: (value) => {
+        if (!isHookDecision(value)) {
+          subscriber.next(value);
+          return;
+        }
+        try {
+          const converted = fromDecision(kind, value);
+          if (converted instanceof WrapperDecision) subscriber.error(converted);
+          else for (const item of converted) subscriber.next(item as TValue);
+        } catch (error) {
+          subscriber.error(fail(error));
+        }
+      },
+      error: (error: unknown) => subscriber.error(fail(error)),
+      complete: () => subscriber.complete(),
+    });
   });
+}
+
+/** What a wrapper's decision stands for, to the layers outside (see the wrapper hooks' contracts). */
+function fromDecision(kind: WrapperName, decision: HookDecision<unknown>): readonly unknown[] | WrapperDecision {
+  switch (decision.kind) {
+    case 'stop':
+      return new WrapperDecision(decision);
+    case 'pause':
+      if (kind === 'wrapToolCall') return new WrapperDecision(decision);
+      throw new TypeError('wrapModelCall answered pause: a model call cannot be paused (approvals are per tool call)');
+    case 'replace': {
+      if (kind === 'wrapToolCall') {
+        const result = decision.value as { isError?: unknown };
+        const isError = typeof result === 'object' && result !== null && result.isError === true;
+        return [{ result: decision.value, isError, outcome: isError ? 'error' : 'ok' }];
+      }
+      const message = decision.value as AssistantMessage;
+      if (
+        typeof message !== 'object' ||
+        message === null ||
+        message.role !== 'assistant' ||
+        !Array.isArray(message.content)
+      ) {
+        throw new TypeError('wrapModelCall answered replace with something that is not an assistant message');
+      }
+      const failed = message.stopReason === 'error' || message.stopReason === 'aborted';
+      return [
+        { type: 'start', partial: message },
+        failed
+          ? {
+              type: 'error',
+              message,
+              errorKind: message.errorKind ?? (message.stopReason === 'aborted' ? 'aborted' : 'unknown'),
+            }
+          : { type: 'done', message },
+      ];
+    }
+    case 'continue':
+      throw new TypeError(
+        `${kind} answered continue: a wrapper answers with ${kind === 'wrapToolCall' ? 'an outcome' : 'stream events'}, or replace${kind === 'wrapToolCall' ? ', pause' : ''} or stop`,
+      );
+  }
 }
 
 /** What a wrapper failure's hash is computed from: the request without its provider or tool objects. */

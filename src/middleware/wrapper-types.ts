@@ -4,6 +4,7 @@
  */
 import type { Observable } from 'rxjs';
 import type { ToolCall } from '../types/content.js';
+import type { PauseDecision, ReplaceDecision, StopDecision } from '../types/decision.js';
 import type { AssistantMessage, Message, ToolCallOutcome } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice, ToolDefinition } from '../types/provider.js';
@@ -76,6 +77,12 @@ export interface ToolCallContext extends HookContext {
 /** Executes the call through the next layer (eventually the tool): a cold Observable of its outcome. */
 export type ToolCallNext = (call: ToolCallRequest) => Observable<ToolOutcome>;
 
+/** What a `wrapModelCall` layer may emit instead of stream events: its answer in the model's place, or a stop. */
+export type ModelCallDecision = ReplaceDecision<AssistantMessage> | StopDecision;
+
+/** What a `wrapToolCall` layer may emit instead of an outcome: a result in the tool's place, a pause, or a stop. */
+export type ToolCallDecision = ReplaceDecision<AgentToolResult> | PauseDecision | StopDecision;
+
 /** The wrapper hooks of a middleware (see {@link Middleware}). */
 export interface Wrappers {
   /** Where the middleware's wrappers sit in the onion (default `context`). */
@@ -89,11 +96,29 @@ export interface Wrappers {
    * as your declaration says; every subscription to what it returns is a new attempt (a new `attemptId`). Failures of
    * the call are `error` events, not Observable errors: an Observable error (or a throw) is a bug of the wrapper and
    * ends the run with a `HookError`.
+   *
+   * Instead of events it may emit a {@link ModelCallDecision}: `Decision.replace(message, reason)` answers the call
+   * with `message` (the layers outside see it as `start` then `done`, or `error` for a message that failed), and
+   * `Decision.stop(outcome, reason)` ends the run. A model call cannot be paused: approvals are per tool call.
    */
-  wrapModelCall?(request: ModelRequest, ctx: ModelCallContext, next: ModelCallNext): Observable<StreamEvent>;
+  wrapModelCall?(
+    request: ModelRequest,
+    ctx: ModelCallContext,
+    next: ModelCallNext,
+  ): Observable<StreamEvent | ModelCallDecision>;
   /**
    * Wraps every tool execution (after validation and `beforeToolCall`, before `afterToolCall`): return a cold
    * Observable of the outcome, usually `next(call)`.
+   *
+   * Instead of an outcome it may emit a {@link ToolCallDecision}: `Decision.replace(result, reason)` is the call's
+   * result (checked like a tool's; the layers outside see it as an outcome), `Decision.pause({ reason })` holds the
+   * call for approval like a `beforeToolCall` pause, and `Decision.stop(outcome, reason)` ends the run. A pause or a
+   * stop reaches the layers outside as an error of their `next` Observable: a layer that catches errors must rethrow
+   * what it does not own.
    */
-  wrapToolCall?(call: ToolCallRequest, ctx: ToolCallContext, next: ToolCallNext): Observable<ToolOutcome>;
+  wrapToolCall?(
+    call: ToolCallRequest,
+    ctx: ToolCallContext,
+    next: ToolCallNext,
+  ): Observable<ToolOutcome | ToolCallDecision>;
 }
