@@ -45,7 +45,7 @@ export interface AppendToCheckpointOptions {
    */
   readonly seq: number;
   /**
-   * The `extra` record to save at every `turn_end`, read when that event arrives and copied as the stores encode it
+   * The `extra` record to save at every `turn_end` and at `agent_end`, read when that event arrives and copied as the stores encode it
    * (canonical JSON: functions, symbols and `undefined` fields are dropped), so the store gets the record as it was
    * at that turn's end even if the writes ahead of it take a while and the run has moved on. Without it, `extra` is
    * never saved.
@@ -54,18 +54,19 @@ export interface AppendToCheckpointOptions {
   /**
    * The `extra` record the store holds, as you last loaded or saved it. When given, a `turn_end` whose record encodes
    * the same (canonical JSON) is not written again: the store already holds it. Each subscription starts from it,
-   * then from the record it last saved. Without it, `extra` is saved at every `turn_end`.
+   * then from the record it last saved. Without it, `extra` is saved at every `turn_end` and `agent_end`.
    */
   readonly storedExtra?: Readonly<Record<string, unknown>> | undefined;
   /** Called with the new `seq` after each append succeeded, before its `message_end` is emitted. */
   readonly onAppended?: ((seq: number) => void) | undefined;
-  /** Called with the record after each `saveExtra` succeeded, before its `turn_end` is emitted. */
+  /** Called with the record after each `saveExtra` succeeded, before its `turn_end` (or `agent_end`) is emitted. */
   readonly onExtraSaved?: ((extra: Readonly<Record<string, unknown>>) => void) | undefined;
 }
 
 /**
  * The checkpoint sink: appends the message of every `message_end` to the thread **before** emitting that event, and
- * saves `extra` at every `turn_end` (when it differs from `storedExtra`) before emitting it, so what a subscriber has
+ * saves `extra` at every `turn_end` and at `agent_end` (when it differs from `storedExtra`) before emitting it (the
+ * end of a run may change it: `onRunEnd` patches, a suspended run's approvals), so what a subscriber has
  * seen is never ahead of what is stored. Every other event passes through unchanged; order is kept (`concatMap`:
  * while a write is pending, later events wait behind it).
  *
@@ -75,11 +76,11 @@ export interface AppendToCheckpointOptions {
  * Errors: a failed write errors the stream with the store's typed error (`ThreadConflictError`, `CheckpointError`);
  * anything else a write throws is wrapped in a `CheckpointError` naming the thread. The events behind the failed
  * write are not emitted. An `onAppended` callback that throws errors the stream with its own error, as its append
- * completes, and so does an `onExtraSaved` callback, as its save completes. At a `turn_end`, an `extra` callback that
+ * completes, and so does an `onExtraSaved` callback, as its save completes. At a `turn_end` or `agent_end`, an `extra` callback that
  * throws errors the stream with its own error, and an `extra` record that cannot be encoded (a `BigInt`, a cycle)
  * with a `CheckpointError` (operation `saveExtra`).
  *
- * A source error, and those two `turn_end` errors, wait behind the pending writes like an event: the writes ahead of
+ * A source error, and those two errors, wait behind the pending writes like an event: the writes ahead of
  * them complete and their events are emitted first, so the messages that close a failed run are still stored (a
  * write that fails meanwhile errors the stream with its own error instead).
  *

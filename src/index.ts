@@ -9,6 +9,7 @@ export type { AgentState } from './agent/agent-state.js';
 export type { QueueMode } from './agent/message-queues.js';
 export { resolveModel } from './agent/resolve-model.js';
 export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.js';
+export type { ResumeAnswer, ResumeBatch } from './agent/resume-batch.js';
 export type { RunSettings } from './agent/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
 // The rest of the provider kit (fromSdkStream, error classification, the argument parsers) is `cubepi/providers/kit`;

@@ -500,6 +500,19 @@ describe('state', () => {
     expectConsistentTranscript(agent.state.messages);
   });
 
+  it('a patch touching a reserved key (cubepi:…) is a HookError; nothing is stored under it', async () => {
+    const checkpointer = new MemoryCheckpointer();
+    const { agent } = setup([['lookup', { to: 'x' }]], {
+      checkpointer,
+      middleware: [{ name: 'meddler', onRunStart: () => ({ set: { 'cubepi:approvals': 'oops' } }) }],
+    });
+    const error = await agent.prompt('go').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HookError);
+    expect(error).toMatchObject({ middleware: 'meddler', hook: 'onRunStart' });
+    expect(String((error as HookError).cause)).toMatch(/reserved/);
+    expect((await checkpointer.load('t'))?.extra['cubepi:approvals']).toBeUndefined();
+  });
+
   it('context fragments follow the system prompt', async () => {
     const prompts: string[] = [];
     const faux = new FauxProvider({

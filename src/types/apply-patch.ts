@@ -48,7 +48,10 @@ export function patchedKeys(patch: StatePatch): string[] {
   return [...Object.keys(patch.set ?? {}), ...(patch.delete ?? [])];
 }
 
-/** Throws `TypeError` saying what is wrong unless `value` is a {@link StatePatch} whose data is JSON. */
+/**
+ * Throws `TypeError` saying what is wrong unless `value` is a {@link StatePatch} whose data JSON can hold and whose
+ * keys are not reserved (`cubepi:…`).
+ */
 export function checkPatch(value: unknown): asserts value is StatePatch {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new TypeError('a state patch must be an object');
@@ -67,6 +70,10 @@ export function checkPatch(value: unknown): asserts value is StatePatch {
     }
   }
   if (patch.delete !== undefined && !isStringList(patch.delete)) throw new TypeError('patch.delete must be keys');
+  for (const key of [...Object.keys(patch.set ?? {}), ...((patch.delete as string[] | undefined) ?? [])]) {
+    if (key.startsWith(RESERVED_PREFIX))
+      throw new TypeError(`state key "${key}" is reserved (keys starting with "cubepi:")`);
+  }
   if (patch.appendEvents !== undefined) {
     if (!Array.isArray(patch.appendEvents) || !patch.appendEvents.every(isRuntimeEvent))
       throw new TypeError('patch.appendEvents must be events, each with a string type');
@@ -78,6 +85,9 @@ export function checkPatch(value: unknown): asserts value is StatePatch {
   if (patch.removeContextFragmentIds !== undefined && !isStringList(patch.removeContextFragmentIds))
     throw new TypeError('patch.removeContextFragmentIds must be ids');
 }
+
+/** Keys of `values` a patch may not touch: the Agent stores its bookkeeping under them (see `docs/state.md`). */
+const RESERVED_PREFIX = 'cubepi:';
 
 const PATCH_FIELDS = new Set(['set', 'delete', 'appendEvents', 'addContextFragments', 'removeContextFragmentIds']);
 
