@@ -372,7 +372,7 @@ function* runTool(
   signal: AbortSignal,
 ): Op<CallOutcome & ToolOutcome> {
   try {
-    let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall });
+    let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall, run: run.info });
     if (isObservable(raw)) raw = yield wait(withUpdates(raw, onUpdate), NO_RESULT);
     else if (isPromiseLike(raw)) raw = yield wait(raw, NO_RESULT);
     return normalizeResult(toolCall.name, raw);
@@ -460,6 +460,8 @@ export function* afterToolCall(
       ...(details !== undefined ? { details } : {}),
       ...(isError ? { isError } : {}),
       ...(terminate !== undefined ? { terminate } : {}),
+      // What the call spent stays counted, whatever the hook says of its result.
+      ...(result.usage !== undefined ? { usage: result.usage } : {}),
     },
     isError,
     // A denial or an abort stays what it was; a result the hook turned into an error (or back) is `error` (or `ok`).
