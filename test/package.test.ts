@@ -87,6 +87,15 @@ describe('package entry points', () => {
     }
   });
 
+  it('resolves cubepi/mcp, which loads the MCP SDK', async () => {
+    const script = `
+      const mcp = await import('cubepi/mcp');
+      console.log(JSON.stringify([typeof mcp.mcpTools, typeof mcp.parametersFromJsonSchema]));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(['function', 'function']);
+    expect(existsSync(`${root}/dist/src/mcp/index.d.ts`)).toBe(true);
+  });
+
   it('keeps vendor SDKs, database drivers and Node built-ins out of the core entry points and the provider kit', async () => {
     // A resolve hook records every bare specifier the three entry points pull in, however deep.
     const dir = mkdtempSync(join(tmpdir(), 'cubepi-imports-'));
@@ -114,7 +123,11 @@ describe('package entry points', () => {
         .map((l) => l.slice(7)),
     );
     expect(imported.has('rxjs')).toBe(true); // the hook does see the entry points' imports
-    expect([...imported].filter((s) => /^(openai|@anthropic-ai\/sdk|pg|better-sqlite3)(\/|$)/.test(s))).toEqual([]);
+    expect(
+      [...imported].filter((s) =>
+        /^(openai|@anthropic-ai\/sdk|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/.test(s),
+      ),
+    ).toEqual([]);
     // Nor any Node built-in: these entries run in browsers and edge runtimes (test/browser.test.ts bundles them).
     expect([...imported].filter((s) => s.startsWith('node:') || builtinModules.includes(s.split('/')[0]!))).toEqual([]);
   });

@@ -1,0 +1,17 @@
+/**
+ * `cubepi/mcp`: the tools of Model Context Protocol servers as cubepi tools. Needs `@modelcontextprotocol/sdk` (an
+ * optional peer dependency) and zod 4.2 or later; Node.js for stdio servers.
+ * @module
+ */
+export {
+  mcpTools,
+  type McpHttpSource,
+  type McpProgress,
+  type McpSource,
+  type McpStdioSource,
+  type McpToolSet,
+  type McpToolsOptions,
+  type McpWarning,
+} from './mcp-tools.js';
+export type { McpToolDetails } from './mcp-result.js';
+export { MAX_SCHEMA_CHARS, parametersFromJsonSchema, type JsonSchemaParameters } from './json-schema-parameters.js';
