@@ -1,5 +1,6 @@
 /**
- * `cubepi/mcp`: the tools of Model Context Protocol servers as cubepi tools. Needs `@modelcontextprotocol/sdk` (an
+ * `cubepi/mcp`: the tools of Model Context Protocol servers as cubepi tools (`mcpTools`), and an agent or tools
+ * served as an MCP server (`serveMcp`). Needs `@modelcontextprotocol/sdk` (an
  * optional peer dependency) and zod 4.2 or later; Node.js for stdio servers.
  * @module
  */
@@ -15,3 +16,4 @@ export {
 } from './mcp-tools.js';
 export type { McpToolDetails } from './mcp-result.js';
 export { MAX_SCHEMA_CHARS, parametersFromJsonSchema, type JsonSchemaParameters } from './json-schema-parameters.js';
+export { serveMcp, type McpServeEvent, type ServeMcpOptions } from './serve-mcp.js';

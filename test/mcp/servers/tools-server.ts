@@ -60,8 +60,11 @@ export function createToolsServer(record: (entry: ServerRecord) => void): McpSer
             params: { progressToken, progress: i, total: steps, message: `step ${i} of ${steps}` },
           });
         }
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await new Promise((resolve) => setTimeout(resolve, 20));
       }
+      // The SDK's client handles a notification a microtask after reading it, and drops one that is read together with
+      // its response (the request is over by then): the answer waits, so each notification is read before it.
+      await new Promise((resolve) => setTimeout(resolve, 100));
       return { content: [{ type: 'text', text: 'all steps done' }] };
     },
   );
