@@ -4,16 +4,8 @@
  * optional peer dependency) and zod 4.2 or later; Node.js for stdio servers.
  * @module
  */
-export {
-  mcpTools,
-  type McpHttpSource,
-  type McpProgress,
-  type McpSource,
-  type McpStdioSource,
-  type McpToolSet,
-  type McpToolsOptions,
-  type McpWarning,
-} from './mcp-tools.js';
+export { mcpTools, type McpProgress, type McpToolSet, type McpToolsOptions, type McpWarning } from './mcp-tools.js';
+export type { McpHttpSource, McpSource, McpStdioSource } from './mcp-connection.js';
 export type { McpToolDetails } from './mcp-result.js';
 export { MAX_SCHEMA_CHARS, parametersFromJsonSchema, type JsonSchemaParameters } from './json-schema-parameters.js';
 export { serveMcp, type McpServeEvent, type ServeMcpOptions } from './serve-mcp.js';

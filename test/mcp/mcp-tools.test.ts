@@ -112,7 +112,9 @@ describe.each([
   it("lists the server's tools with their JSON Schemas, prefixed, through allow and deny", async () => {
     const all = await harness.open({ prefix: 't_' }).tools();
     expect(all.map((tool) => tool.name).sort()).toEqual(
-      ['add', 'crash', 'echo', 'fail', 'huge', 'media', 'pid', 'progress', 'wait_for_cancel'].map((n) => `t_${n}`),
+      ['add', 'add_tool', 'crash', 'echo', 'fail', 'huge', 'media', 'pid', 'progress', 'wait_for_cancel'].map(
+        (n) => `t_${n}`,
+      ),
     );
     const echo = all.find((tool) => tool.name === 't_echo')!;
     expect(echo.description).toBe('Echoes its text');
@@ -244,6 +246,26 @@ describe.each([
     expect(text).toContain(`${10 * 1024 * 1024 - 1_000} more characters cut`);
     expect(text.length).toBeLessThan(1_100);
     expect(result!.details).toMatchObject({ truncated: true });
+  });
+
+  it('toolsChanged$ emits when the server changes its tool list; tools() then lists the new set', async () => {
+    const set = harness.open();
+    const before = await set.tools();
+    expect(before.map((tool) => tool.name)).not.toContain('added');
+    let changes = 0;
+    const subscription = set.toolsChanged$.subscribe(() => changes++);
+    try {
+      const [result] = results(await runCalls(before, [{ name: 'add_tool', args: {} }]));
+      expect(resultText(result!)).toBe('added');
+      await expect.poll(() => changes, { timeout: 10_000 }).toBe(1);
+      const after = await set.tools();
+      const added = after.find((tool) => tool.name === 'added')!;
+      expect(added.description).toBe('Added at run time');
+      const [answer] = results(await runCalls(after, [{ name: 'added', args: {} }]));
+      expect(resultText(answer!)).toBe('I am new');
+    } finally {
+      subscription.unsubscribe();
+    }
   });
 
   it('close() refuses further calls', async () => {

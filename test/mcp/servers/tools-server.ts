@@ -93,6 +93,14 @@ export function createToolsServer(record: (entry: ServerRecord) => void): McpSer
     setTimeout(() => process.exit(1), 10);
     return new Promise(() => undefined);
   });
+  server.registerTool('add_tool', { description: 'Adds a tool named "added" to this server' }, () => {
+    called('add_tool');
+    // Registering on a connected server sends notifications/tools/list_changed.
+    server.registerTool('added', { description: 'Added at run time' }, () => ({
+      content: [{ type: 'text', text: 'I am new' }],
+    }));
+    return { content: [{ type: 'text', text: 'added' }] };
+  });
   server.registerTool('huge', { description: 'Returns 10 MB of text' }, () => {
     called('huge');
     return { content: [{ type: 'text', text: 'x'.repeat(10 * 1024 * 1024) }] };
