@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -134,6 +136,37 @@ describe('package entry points', () => {
 });
 
 describe('the cubepi command', () => {
+  it('cubepi mcp serves the example agent and its tool over stdio, to the SDK client', async () => {
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['dist/src/cli/main.js', 'mcp', '--delay', '0'],
+      cwd: root,
+      stderr: 'pipe',
+    });
+    await client.connect(transport);
+    try {
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['ask_agent', 'weather']);
+      const progress: (string | undefined)[] = [];
+      const answer = await client.callTool(
+        { name: 'ask_agent', arguments: { prompt: 'Weather in Paris and Oslo?' } },
+        undefined,
+        { onprogress: (p) => progress.push(p.message) },
+      );
+      const text = (answer.content as { text?: string }[]).map((block) => block.text ?? '').join('');
+      expect(text).toContain('Pack an umbrella for Paris.');
+      expect(text).toContain('Oslo: 7 °C, clear');
+      expect(progress).toContain('calling weather');
+      // A second call gets a fresh agent (and a fresh scripted model).
+      const again = await client.callTool({ name: 'ask_agent', arguments: { prompt: 'Again?' } });
+      expect(again.isError).toBeFalsy();
+      const weather = await client.callTool({ name: 'weather', arguments: { city: 'Oslo' } });
+      expect(weather.content).toEqual([{ type: 'text', text: 'Oslo: 7 °C, clear' }]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('runs the offline example agent end to end, streaming text and tool calls', async () => {
     const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--delay', '0'], { cwd: root });
     expect(stdout).toContain('> What is the weather in Paris and Oslo?');

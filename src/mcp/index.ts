@@ -8,4 +8,4 @@ export { mcpTools, type McpProgress, type McpToolSet, type McpToolsOptions, type
 export type { McpHttpSource, McpSource, McpStdioSource } from './mcp-connection.js';
 export type { McpToolDetails } from './mcp-result.js';
 export { MAX_SCHEMA_CHARS, parametersFromJsonSchema, type JsonSchemaParameters } from './json-schema-parameters.js';
-export { serveMcp, type McpServeEvent, type ServeMcpOptions } from './serve-mcp.js';
+export { serveMcp, type McpServeEvent, type ServeMcpOptions, type ServeMcpTarget } from './serve-mcp.js';

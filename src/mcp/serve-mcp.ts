@@ -22,7 +22,12 @@ export interface ServeMcpOptions {
   /** With an agent: the tool's name (default `ask_agent`) and description. */
   readonly toolName?: string | undefined;
   readonly toolDescription?: string | undefined;
+  /** More tools to serve next to the target's (an agent's own tools, for instance). Names must not clash. */
+  readonly tools?: readonly AnyAgentTool[] | undefined;
 }
+
+/** What {@link serveMcp} serves: an agent, a function making a fresh agent for each call, or tools. */
+export type ServeMcpTarget = Agent | (() => Agent) | readonly AnyAgentTool[];
 
 /** What a served MCP server reports: connected, each call's start and end. */
 export type McpServeEvent =
@@ -75,8 +80,9 @@ const AGENT_INPUT = {
  *   answers with the text of the run's last assistant message; a run that fails or is cancelled answers `isError`.
  *   With a progress token, the run's progress is streamed as `notifications/progress` (each turn, each tool call, each
  *   assistant message). The client's cancellation cancels the run (its provider request is aborted). An agent runs one
- *   run at a time: a call while another is running answers `isError` (the agent is busy).
- * - **Tools**: each tool with its JSON Schema; arguments are validated as in a run (a failure answers `isError` with
+ *   run at a time: a call while another is running answers `isError` (the agent is busy). Give a function instead
+ *   (`() => new Agent(…)`) for a fresh agent per call: calls then run side by side, each with its own context.
+ * - **Tools** (the target, and `options.tools`): each tool with its JSON Schema; arguments are validated as in a run (a failure answers `isError` with
  *   every issue); `onUpdate` becomes progress; the client's cancellation aborts the tool's `signal`.
  *
  * Errors on the Observable only when the server cannot connect. Throws {@link ConfigurationError} for an invalid target.
@@ -85,7 +91,7 @@ const AGENT_INPUT = {
  * serveMcp(agent, new StdioServerTransport(), { toolName: 'research' }).subscribe();
  */
 export function serveMcp(
-  target: Agent | readonly AnyAgentTool[],
+  target: ServeMcpTarget,
   transport: Transport,
   options: ServeMcpOptions = {},
 ): Observable<McpServeEvent> {
@@ -136,20 +142,41 @@ export function serveMcp(
   });
 }
 
-function servedTools(target: Agent | readonly AnyAgentTool[], options: ServeMcpOptions): ServedTool[] {
-  if (Array.isArray(target)) return (target as readonly AnyAgentTool[]).map(servedTool);
-  const agent = target as Agent;
-  if (typeof agent?.prompt$ !== 'function') {
-    throw new ConfigurationError('serveMcp: the target must be an Agent or an array of tools');
-  }
-  return [
-    {
+function servedTools(target: ServeMcpTarget, options: ServeMcpOptions): ServedTool[] {
+  const served: ServedTool[] = [];
+  if (Array.isArray(target)) served.push(...(target as readonly AnyAgentTool[]).map(servedTool));
+  else {
+    const agentOf = agentSource(target as Agent | (() => Agent));
+    served.push({
       name: options.toolName ?? 'ask_agent',
       description: options.toolDescription ?? 'Asks an agent to carry out a task and answers with its final reply',
       inputSchema: AGENT_INPUT,
-      run: (args, signal, progress) => runAgent(agent, args, signal, progress),
-    },
-  ];
+      run: (args, signal, progress) => {
+        let agent: Agent;
+        try {
+          agent = agentOf();
+        } catch (error) {
+          return Promise.resolve(errorResult(`The agent could not be created: ${errorMessageOf(error)}`));
+        }
+        return runAgent(agent, args, signal, progress);
+      },
+    });
+  }
+  served.push(...(options.tools ?? []).map(servedTool));
+  const names = new Set<string>();
+  for (const tool of served) {
+    if (names.has(tool.name)) throw new ConfigurationError(`serveMcp: two tools are named "${tool.name}"`);
+    names.add(tool.name);
+  }
+  return served;
+}
+
+function agentSource(target: Agent | (() => Agent)): () => Agent {
+  if (typeof target === 'function') return target;
+  if (typeof (target as Agent | null)?.prompt$ !== 'function') {
+    throw new ConfigurationError('serveMcp: the target must be an Agent, a function making one, or an array of tools');
+  }
+  return () => target;
 }
 
 /** One call of the agent tool: a run of the agent, cancelled by `signal`, its progress reported. */

@@ -8,7 +8,7 @@ import { finalize, type Observable, type Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, defineTool, type AgentEndEvent, type AnyAgentTool, type Provider, type StreamEvent } from 'cubepi';
-import { serveMcp, type McpServeEvent } from 'cubepi/mcp';
+import { serveMcp, type McpServeEvent, type ServeMcpOptions, type ServeMcpTarget } from 'cubepi/mcp';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { serveHttp, type ServedHttp } from './servers/serve-http.js';
 
@@ -18,11 +18,11 @@ afterEach(async () => {
 });
 
 /** Serves `target` in memory and connects an SDK client to it. */
-async function connectInMemory(target: Agent | readonly AnyAgentTool[]) {
+async function connectInMemory(target: ServeMcpTarget, options: ServeMcpOptions = {}) {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const events: McpServeEvent[] = [];
   let completed = false;
-  const subscription = serveMcp(target, serverSide, { name: 'cubepi-test' }).subscribe({
+  const subscription = serveMcp(target, serverSide, { name: 'cubepi-test', ...options }).subscribe({
     next: (event) => events.push(event),
     complete: () => (completed = true),
   });
@@ -174,6 +174,36 @@ describe('serveMcp: the server', () => {
       ['call_end', true],
       ['call_end', false],
     ]);
+  });
+
+  it('with a function, each call gets a fresh agent: calls run side by side; options.tools are served too', async () => {
+    let made = 0;
+    const { client } = await connectInMemory(
+      () => {
+        made++;
+        return new Agent({
+          provider: new FauxProvider({ responses: [fauxMessage(`agent ${made}`)], delayMs: 20 }),
+          model: 'faux',
+        });
+      },
+      { tools: [weather], toolName: 'ask' },
+    );
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['ask', 'weather']);
+    const answers = await Promise.all([
+      client.callTool({ name: 'ask', arguments: { prompt: 'one' } }),
+      client.callTool({ name: 'ask', arguments: { prompt: 'two' } }),
+    ]);
+    expect(answers.map((answer) => [answer.isError ?? false, text(answer)])).toEqual([
+      [false, 'agent 1'],
+      [false, 'agent 2'],
+    ]);
+    expect(text(await client.callTool({ name: 'weather', arguments: { city: 'Rome' } }))).toBe('Rome: 21 °C');
+  });
+
+  it('refuses two tools of one name', () => {
+    expect(() => serveMcp([weather], InMemoryTransport.createLinkedPair()[1], { tools: [weather] })).toThrow(
+      'serveMcp: two tools are named "weather"',
+    );
   });
 
   it('unsubscribing closes the server: the client sees the connection close', async () => {
