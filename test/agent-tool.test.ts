@@ -198,6 +198,25 @@ describe('agentTool', () => {
     expect(childAgent!.state.messages.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });
   });
 
+  it("abort() on the parent cancels the child's provider request; the parent's call gets an aborted result", async () => {
+    const childModel = spy(new FauxProvider({ responses: [fauxMessage('slow')], delayMs: 5_000 }));
+    const research = agentTool({
+      name: 'research',
+      description: 'Researches',
+      createAgent: () => new Agent({ provider: childModel.provider, model: 'faux' }),
+    });
+    const parent = new FauxProvider({ responses: [fauxMessage([fauxToolCall('research', { prompt: 'go' })])] });
+    const agent = new Agent({ provider: parent, model: 'faux', tools: [research] });
+    const run = agent.prompt('hi');
+    await expect.poll(() => childModel.signals.length).toBe(1);
+    agent.abort('stop it');
+    const added = await run;
+    expect(childModel.signals[0]!.aborted).toBe(true);
+    expect(childModel.tornDown()).toBe(1);
+    expect(toolResults(added)[0]).toMatchObject({ isError: true, outcome: 'aborted' });
+    expectConsistentTranscript(agent.state.messages);
+  });
+
   it("a deadline on the parent bounds the child: the child's request is aborted when it passes", async () => {
     const childModel = spy(new FauxProvider({ responses: [fauxMessage('slow')], delayMs: 5_000 }));
     const research = agentTool({
@@ -360,6 +379,14 @@ describe('agentTool', () => {
       'Tool liar returned an invalid result: usage .output must be a non-negative number',
     );
     expect(result.usage).toBeUndefined();
+  });
+
+  it('a run started with an invalid parent is refused before it starts', async () => {
+    const agent = new Agent({ provider: new FauxProvider({ responses: [fauxMessage('x')] }), model: 'faux' });
+    await expect(agent.prompt('hi', { parent: { runId: 'r', toolCallId: 'c', depth: -1 } })).rejects.toThrow(
+      'parent must be { runId, toolCallId, depth } with a depth of 0 or more',
+    );
+    expect(agent.state.messages).toEqual([]);
   });
 
   it('refuses invalid options at once', () => {
