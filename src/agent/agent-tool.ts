@@ -192,8 +192,8 @@ export function agentTool<TSchema extends z.ZodType = AgentToolPromptSchema>(
           parentRunId: run.runId,
           outcome: end?.outcome,
         });
-        // The child's own signal is the parent's: a cancelled parent closes the child's transcript too (the teardown
-        // below only stops listening).
+        // The child's run gets the call's signal, so a cancelled parent cancels it at once (its closing message names
+        // the signal); the teardown (the loop leaving this Observable) cancels it too, by unsubscribing.
         return child.prompt$(prompt, { signal, parent }).subscribe({
           next: (event) => {
             if (event.type === 'agent_start') childRunId = event.runId;
