@@ -9,3 +9,4 @@ export type { McpHttpSource, McpSource, McpStdioSource } from './mcp-connection.
 export type { McpToolDetails } from './mcp-result.js';
 export { MAX_SCHEMA_CHARS, parametersFromJsonSchema, type JsonSchemaParameters } from './json-schema-parameters.js';
 export { serveMcp, type McpServeEvent, type ServeMcpOptions, type ServeMcpTarget } from './serve-mcp.js';
+export { mcpHttpHandler, type McpHttpHandler } from './mcp-http-handler.js';

@@ -1,5 +1,7 @@
 // cubepi as an MCP server (serveMcp), driven by the SDK's own client: over Streamable HTTP (a real local server) and
 // over the SDK's in-memory transport pair.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
@@ -8,7 +10,7 @@ import { finalize, type Observable, type Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, defineTool, type AgentEndEvent, type AnyAgentTool, type Provider, type StreamEvent } from 'cubepi';
-import { serveMcp, type McpServeEvent, type ServeMcpOptions, type ServeMcpTarget } from 'cubepi/mcp';
+import { mcpHttpHandler, serveMcp, type McpServeEvent, type ServeMcpOptions, type ServeMcpTarget } from 'cubepi/mcp';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { serveHttp, type ServedHttp } from './servers/serve-http.js';
 
@@ -264,5 +266,69 @@ describe('serveMcp: cubepi tools as MCP tools', () => {
     controller.abort();
     await expect(call).rejects.toThrow();
     await expect.poll(() => signal!.aborted).toBe(true);
+  });
+});
+
+describe('mcpHttpHandler: serveMcp over Streamable HTTP, a session per client', () => {
+  it('serves several clients at once, each in its own session; DELETE ends a session, an unknown one gets 404', async () => {
+    let made = 0;
+    const handler = mcpHttpHandler(() => {
+      made++;
+      return new Agent({ provider: new FauxProvider({ responses: [fauxMessage(`answer ${made}`)] }), model: 'faux' });
+    });
+    const server = createServer((req, res) => void handler(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
+    cleanups.push(async () => {
+      await handler.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const one = new Client({ name: 'one', version: '1.0.0' });
+    const two = new Client({ name: 'two', version: '1.0.0' });
+    const oneTransport = new StreamableHTTPClientTransport(url);
+    await one.connect(oneTransport);
+    await two.connect(new StreamableHTTPClientTransport(url));
+    expect(handler.sessions).toBe(2);
+    const answers = await Promise.all([
+      one.callTool({ name: 'ask_agent', arguments: { prompt: 'a' } }),
+      two.callTool({ name: 'ask_agent', arguments: { prompt: 'b' } }),
+    ]);
+    expect(answers.map(text).sort()).toEqual(['answer 1', 'answer 2']);
+
+    const sessionId = oneTransport.sessionId!;
+    await oneTransport.terminateSession();
+    expect(handler.sessions).toBe(1);
+    const stale = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-06-18',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(stale.status).toBe(404);
+    await one.close();
+    await two.close();
+  });
+
+  it('a request without a session that is not initialize opens none', async () => {
+    const handler = mcpHttpHandler([weather]);
+    const server = createServer((req, res) => void handler(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(async () => {
+      await handler.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    });
+    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(response.status).toBe(400);
+    expect(handler.sessions).toBe(0);
   });
 });
