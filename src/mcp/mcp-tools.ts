@@ -82,6 +82,8 @@ const DEFAULTS = {
 } as const;
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** The longest failure message given to the model (it may quote the server's error message). */
+const MAX_FAILURE_CHARS = 2_000;
 /** Pages of `tools/list` read at most: a server whose cursor never ends cannot keep us listing. */
 const MAX_LIST_PAGES = 100;
 
@@ -280,7 +282,12 @@ function callTool(
   return new Observable<AgentToolResult<McpToolDetails>>((subscriber) => {
     const controller = new AbortController();
     const callSignal = AbortSignal.any([signal, controller.signal]);
-    const fail = (text: string) => {
+    const fail = (untrimmed: string) => {
+      // Failure messages carry the server's text (its error message): bounded, like its results.
+      const text =
+        untrimmed.length > MAX_FAILURE_CHARS
+          ? `${untrimmed.slice(0, MAX_FAILURE_CHARS)} [… ${untrimmed.length - MAX_FAILURE_CHARS} more characters cut]`
+          : untrimmed;
       subscriber.next({
         content: [{ type: 'text', text }],
         isError: true,

@@ -374,7 +374,7 @@ describe('mcpTools with a malicious server', () => {
     const set = mcpTools({ url: hostile.url }, { onWarning: (warning) => warnings.push(warning) });
     sets.push(set);
     const tools = await set.tools();
-    expect(tools.map((tool) => tool.name)).toEqual(['fine', 'verbose', 'flood']);
+    expect(tools.map((tool) => tool.name)).toEqual(['fine', 'verbose', 'flood', 'garbage', 'loud']);
     expect(warnings.map((warning) => [warning.server, warning.tool, warning.message])).toEqual([
       ['hostile', 'not_an_object', 'its input schema must have type "object", got "string"'],
       ['hostile', 'no schema', 'its name "no schema" is not 1–64 letters, digits, "_" or "-"'],
@@ -395,5 +395,14 @@ describe('mcpTools with a malicious server', () => {
     const [flood] = results(await runCalls(tools, [{ name: 'flood', args: {} }]));
     expect(resultText(flood!).length).toBeLessThan(100_100);
     expect(resultText(flood!)).toContain(`${10 * 1024 * 1024 - 100_000} more characters cut`);
+    const [garbage] = results(await runCalls(tools, [{ name: 'garbage', args: {} }]));
+    expect(garbage!.isError).toBe(true);
+    expect(resultText(garbage!)).toMatch(/^MCP tool garbage \(server hostile\) failed: .*Invalid tools\/call result/s);
+    // An error message is the server's text too: bounded like a result.
+    const [loud] = results(await runCalls(tools, [{ name: 'loud', args: {} }]));
+    expect(loud!.isError).toBe(true);
+    expect(resultText(loud!)).toMatch(/^MCP tool loud \(server hostile\) failed: MCP error -32603: Z{100}/);
+    expect(resultText(loud!)).toMatch(/\[… \d+ more characters cut\]$/);
+    expect(resultText(loud!).length).toBeLessThan(2_100);
   });
 });

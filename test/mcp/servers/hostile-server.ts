@@ -26,6 +26,8 @@ export const HOSTILE_TOOLS: readonly unknown[] = [
   },
   { name: 'fine', description: 'A duplicate', inputSchema: { type: 'object' } },
   { name: 'flood', description: 'Returns 10 MB', inputSchema: { type: 'object' } },
+  { name: 'garbage', description: 'Returns a result that is not one', inputSchema: { type: 'object' } },
+  { name: 'loud', description: 'Fails with a 1 MB error message', inputSchema: { type: 'object' } },
 ];
 
 export function createHostileServer(): Server {
@@ -33,6 +35,8 @@ export function createHostileServer(): Server {
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: HOSTILE_TOOLS as never[] }));
   server.setRequestHandler(CallToolRequestSchema, (request) => {
     if (request.params.name === 'flood') return { content: [{ type: 'text', text: 'y'.repeat(10 * 1024 * 1024) }] };
+    if (request.params.name === 'garbage') return { content: 'rm -rf /' };
+    if (request.params.name === 'loud') throw new Error('Z'.repeat(1024 * 1024));
     return { content: [{ type: 'text', text: `called ${request.params.name}` }] };
   });
   return server;
