@@ -11,19 +11,9 @@ import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessag
 import { wait, type Op } from './drive.js';
 import { INTERRUPTED_TOOL_RESULT } from './interrupted-tool-results.js';
 import { addMessage, errorOutcome, newTurn, type RunState } from './run-state.js';
-import {
-  afterToolCall,
-  batchResult,
-  emitResultMessage,
-  executeCall,
-  executeInParallel,
-  finishCall,
-  isSequential,
-  openCalls,
-  startCall,
-  type BatchResult,
-  type RunnableCall,
-} from './tool-batch.js';
+import { emitResultMessage, finishCall, openCalls, startCall, type RunnableCall } from './call-records.js';
+import { afterToolCall } from './prepare-call.js';
+import { batchResult, executeCall, executeInParallel, isSequential, type BatchResult } from './tool-batch.js';
 
 /**
  * How each held call of a suspended batch is answered: a person's answer, an abort (`abortPending`), or `interrupted`
