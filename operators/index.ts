@@ -27,4 +27,6 @@ export { ofType } from './of-type.js';
 export { anyTrueStopsRule, stopWhenAny } from './stop-when-any.js';
 export { textDeltas, thinkingDeltas } from './text-deltas.js';
 export { throttleDeltas } from './throttle-deltas.js';
+export { toAgUiEvents, type AgUiEvent, type ToAgUiOptions } from './to-ag-ui-events.js';
+export { toUIMessageStream, type UIMessageStreamPart } from './to-ui-message-stream.js';
 export { toolActivity, type ToolActivity } from './tool-activity.js';
