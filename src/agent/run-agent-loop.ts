@@ -235,11 +235,16 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
     if (resume !== undefined) {
       const batch = yield* resumeBatch(run, resume);
       if (resume.abort !== undefined) throw new RunAbortedError('abort', `Run aborted: ${resume.abort}`);
+      if (batch.held.length > 0) {
+        // Suspended again (a wrapper held an approved call): the prompts wait with the deferred messages.
+        ({ pendingRequests, deferred } = suspend(run));
+        deferred = [...deferred, ...prompts];
+      }
       more = !batch.terminate;
       if (batch.terminate) run.outcome = 'stopped';
     }
     let pending: readonly Message[] = [...prompts, ...(run.getSteeringMessages?.() ?? [])];
-    if (resume === undefined || more || pending.length > 0) {
+    if (pendingRequests === undefined && (resume === undefined || more || pending.length > 0)) {
       outer: for (;;) {
         if (resume === undefined) more = true;
         while (more || pending.length > 0) {
@@ -247,10 +252,7 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
           pending = [];
           if (next === 'end') break outer;
           if (next === 'suspend') {
-            pendingRequests = run.turn?.held ?? [];
-            deferred = run.turn?.deferred ?? [];
-            run.turn = undefined;
-            run.outcome = 'suspended';
+            ({ pendingRequests, deferred } = suspend(run));
             break outer;
           }
           more = next === 'more';
@@ -302,6 +304,14 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
     ...(deferred.length === 0 ? {} : { deferredMessages: deferred }),
   });
   if (hasFailure) throw failure;
+}
+
+/** The run suspends: the held requests and deferred messages of its current turn, which ends here (no turn_end). */
+function suspend(run: RunState): { pendingRequests: readonly ApprovalRequest[]; deferred: readonly Message[] } {
+  const suspended = { pendingRequests: run.turn?.held ?? [], deferred: run.turn?.deferred ?? [] };
+  run.turn = undefined;
+  run.outcome = 'suspended';
+  return suspended;
 }
 
 /** `onRunStart`: every middleware's, in order; a `stop` decision ends the run before its first model call. */
