@@ -253,6 +253,17 @@ describe('approvals', () => {
     execute.mockRestore();
   });
 
+  it('reset() drops the approvals of a suspended run with its transcript: the next prompt runs', async () => {
+    const { agent, faux } = setup([['send_email', { to: 'ann' }]]);
+    await agent.prompt('mail ann');
+    expect(agent.pending).toHaveLength(1);
+    agent.reset();
+    expect(agent.pending).toEqual([]);
+    faux.setResponses([fauxMessage('fresh start')]);
+    const added = await agent.prompt('hello again');
+    expect(added.map((m) => textOf(m))).toEqual(['hello again', 'fresh start']);
+  });
+
   it('respond during a run is refused with AgentBusyError', async () => {
     const { agent } = setup([['send_email', { to: 'ann' }]]);
     await agent.prompt('go');
