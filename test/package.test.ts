@@ -115,8 +115,19 @@ describe('package entry points', () => {
     );
     expect(imported.has('rxjs')).toBe(true); // the hook does see the entry points' imports
     expect([...imported].filter((s) => /^(openai|@anthropic-ai\/sdk|pg|better-sqlite3)(\/|$)/.test(s))).toEqual([]);
+    // Nor OpenTelemetry: `@opentelemetry/api` is an optional peer, needed by `cubepi/tracing` only.
+    expect([...imported].filter((s) => s.startsWith('@opentelemetry/'))).toEqual([]);
     // Nor any Node built-in: these entries run in browsers and edge runtimes (test/browser.test.ts bundles them).
     expect([...imported].filter((s) => s.startsWith('node:') || builtinModules.includes(s.split('/')[0]!))).toEqual([]);
+  });
+
+  it('resolves cubepi/tracing, with its types', async () => {
+    const script = `
+      const tracing = await import('cubepi/tracing');
+      console.log(JSON.stringify(['traceAgent', 'traceEvents', 'toolCallContext', 'withToolCallContext'].map((k) => typeof tracing[k])));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(Array<string>(4).fill('function'));
+    expect(existsSync(`${root}/dist/src/tracing/index.d.ts`)).toBe(true);
   });
 });
 
