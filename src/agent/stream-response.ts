@@ -7,6 +7,7 @@ import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js
 import { WrapperDecision } from '../middleware/compose-wrappers.js';
 import { errorMessageOf, HookError, isAbortError, RunAbortedError } from '../types/errors.js';
 import type { AssistantMessage, Message, ProviderErrorKind } from '../types/messages.js';
+import type { ModelAttemptEvent, PreviousAttempt } from '../types/agent-events.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import { EMPTY_USAGE } from '../types/usage.js';
 import type { Model } from '../types/model.js';
@@ -208,7 +209,7 @@ function emitAttempt(
   model: string,
   before?: AttemptRecord,
 ): void {
-  run.emit({
+  const event: ModelAttemptEvent = {
     type: 'model_attempt',
     runId: run.runId,
     turnIndex: turn.index,
@@ -217,16 +218,15 @@ function emitAttempt(
     attempt,
     provider,
     model,
-    ...(before === undefined
-      ? {}
-      : {
-          previous: {
-            attemptId: `${invocationId}.${before.attempt}`,
-            ...(before.errorKind !== undefined ? { errorKind: before.errorKind } : {}),
-            ...(before.error !== undefined ? { error: before.error } : {}),
-          },
-        }),
-  });
+  };
+  // The first attempt (every call's, the only one without wrappers) is the plain literal above: nothing more per turn.
+  if (before === undefined) return run.emit(event);
+  const previous: PreviousAttempt = {
+    attemptId: `${invocationId}.${before.attempt}`,
+    ...(before.errorKind !== undefined ? { errorKind: before.errorKind } : {}),
+    ...(before.error !== undefined ? { error: before.error } : {}),
+  };
+  run.emit({ ...event, previous });
 }
 
 /** Calls `provider.stream()`: its stream, or the terminal event of a provider that threw instead of answering. */
