@@ -1,7 +1,7 @@
 // cubepi/tracing through the real OpenTelemetry SDK: spans into an InMemorySpanExporter, metrics through a
 // MetricReader, every run driven by FauxProvider through the public API.
 import { readFileSync } from 'node:fs';
-import { context, SpanStatusCode, type Attributes, type Tracer } from '@opentelemetry/api';
+import { context, metrics, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { MeterProvider, MetricReader, type HistogramMetricData } from '@opentelemetry/sdk-metrics';
 import {
@@ -733,6 +733,38 @@ describe('setup', () => {
     const detach = traceAgent(agent);
     expect(shapeOf(await agent.prompt('go'))).toEqual(['user:go', 'assistant:ok']);
     detach();
+  });
+
+  it('uses the global tracer and meter an SDK registers later (after traceAgent was called)', async () => {
+    const agent = new Agent({ provider: new FauxProvider({ responses: [fauxMessage('ok')] }), model: 'faux' });
+    const detach = traceAgent(agent); // before any SDK is registered
+    const exporter = new InMemorySpanExporter();
+    const reader = new TestReader();
+    try {
+      trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+      metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+      await agent.prompt('go');
+      expect(exporter.getFinishedSpans().map((s) => [s.name, s.instrumentationScope])).toEqual([
+        ['chat faux', { name: 'cubepi', version: CUBEPI_VERSION }],
+        ['turn 0', { name: 'cubepi', version: CUBEPI_VERSION }],
+        ['invoke_agent', { name: 'cubepi', version: CUBEPI_VERSION }],
+      ]);
+      const { resourceMetrics } = await reader.collect();
+      expect(resourceMetrics.scopeMetrics.map((s) => [s.scope.name, s.metrics.map((m) => m.descriptor.name)])).toEqual([
+        [
+          'cubepi',
+          [
+            'gen_ai.client.operation.duration',
+            'gen_ai.client.token.usage',
+            'gen_ai.client.operation.time_to_first_chunk',
+          ],
+        ],
+      ]);
+    } finally {
+      detach();
+      trace.disable();
+      metrics.disable();
+    }
   });
 
   it('detaching mid-run ends the open spans and records nothing more', async () => {

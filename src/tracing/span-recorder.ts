@@ -11,6 +11,7 @@ import {
   trace,
   type Attributes,
   type Context,
+  type Meter,
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
@@ -78,6 +79,8 @@ interface RunTrace {
   inputs: Message[];
   /** Whether the run span has its request attributes (set at the first model attempt). */
   requested: boolean;
+  /** Where this run's metrics go. */
+  readonly instruments: GenAiInstruments | undefined;
   lastAssistant: AssistantMessage | undefined;
 }
 
@@ -91,17 +94,22 @@ export type CloseReason = 'completed' | 'cancelled' | 'failed' | 'detached';
  */
 export class SpanRecorder {
   private readonly tracer: Tracer;
-  private readonly instruments: GenAiInstruments | undefined;
+  /** The instruments of `options.meter`; without one, of the global meter, looked up at each run's start. */
+  private readonly ownInstruments: GenAiInstruments | undefined;
+  private globalMeter: Meter | undefined;
+  private globalInstruments: GenAiInstruments | undefined;
   private readonly recordContent: boolean;
   private readonly redact: ContentRedactor | undefined;
   private readonly parent: Context | undefined;
   private readonly agentName: string | undefined;
   private readonly threadId: string | undefined;
   private readonly runs = new Map<string, RunTrace>();
+  private readonly usesGlobalMeter: boolean;
 
   constructor(options: TracingOptions) {
     this.tracer = options.tracer ?? trace.getTracer('cubepi', CUBEPI_VERSION);
-    this.instruments = guarded(() => createInstruments(options.meter ?? metrics.getMeter('cubepi', CUBEPI_VERSION)));
+    this.ownInstruments = options.meter === undefined ? undefined : guarded(() => createInstruments(options.meter!));
+    this.usesGlobalMeter = options.meter === undefined;
     this.recordContent = options.recordContent === true;
     this.redact = options.redact;
     this.parent = options.parent;
@@ -229,8 +237,23 @@ export class SpanRecorder {
       tools: new Map(),
       inputs: [],
       requested: false,
+      instruments: this.instruments(),
       lastAssistant: undefined,
     });
+  }
+
+  /**
+   * The instruments for a run starting now. The API has no proxy meter (unlike its proxy tracer): a meter taken before
+   * the SDK registered its provider would stay a no-op, so the global meter is looked up at every run's start.
+   */
+  private instruments(): GenAiInstruments | undefined {
+    if (!this.usesGlobalMeter) return this.ownInstruments;
+    const meter = metrics.getMeter('cubepi', CUBEPI_VERSION);
+    if (meter !== this.globalMeter) {
+      this.globalMeter = meter;
+      this.globalInstruments = guarded(() => createInstruments(meter));
+    }
+    return this.globalInstruments;
   }
 
   private startAttempt(run: RunTrace, event: ModelAttemptEvent): void {
@@ -241,7 +264,7 @@ export class SpanRecorder {
       // Another attempt of the same call: the one before it failed (a retry, a fallback), its error on the event.
       turn.attempt = undefined;
       failed(previous.span, event.previous?.errorKind, event.previous?.error);
-      this.endAttempt(previous, event.previous?.errorKind ?? OTHER_ERROR, undefined);
+      this.endAttempt(run, previous, event.previous?.errorKind ?? OTHER_ERROR, undefined);
     } else {
       // The first attempt of this turn's call: the messages since the previous call are its new inputs.
       turn.inputs = run.inputs;
@@ -295,7 +318,7 @@ export class SpanRecorder {
     attempt.firstChunk = true;
     const seconds = (performance.now() - attempt.startedAt) / 1000;
     attempt.span.setAttribute(ATTR.timeToFirstChunk, Math.round(seconds * 1e6) / 1e3);
-    this.instruments?.timeToFirstChunk.record(seconds, metricAttributes(attempt, undefined, undefined));
+    run.instruments?.timeToFirstChunk.record(seconds, metricAttributes(attempt, undefined, undefined));
   }
 
   /** The model call's final message: it ends the attempt in flight (none for a replaced or closing message). */
@@ -318,18 +341,19 @@ export class SpanRecorder {
     span.setAttributes(attributes);
     const errorType = message.stopReason === 'error' ? (message.errorKind ?? OTHER_ERROR) : undefined;
     if (errorType !== undefined) failed(span, message.errorKind, message.errorMessage);
-    this.endAttempt(attempt, errorType, message);
+    this.endAttempt(run, attempt, errorType, message);
   }
 
   /** Ends an attempt's span and records its metrics. */
   private endAttempt(
+    run: RunTrace,
     attempt: AttemptTrace,
     errorType: string | undefined,
     message: AssistantMessage | undefined,
   ): void {
     const seconds = (performance.now() - attempt.startedAt) / 1000;
     attempt.span.end();
-    const instruments = this.instruments;
+    const instruments = run.instruments;
     if (instruments === undefined) return;
     const attributes = metricAttributes(attempt, message?.model, errorType);
     instruments.duration.record(seconds, attributes);
@@ -381,7 +405,7 @@ export class SpanRecorder {
   private endTurn(run: RunTrace, turn: TurnTrace): void {
     if (turn.attempt !== undefined) {
       // A call still in flight when its turn ends (only when the source stops early).
-      this.endAttempt(turn.attempt, undefined, undefined);
+      this.endAttempt(run, turn.attempt, undefined, undefined);
       turn.attempt = undefined;
     }
     if (run.turn === turn) run.turn = undefined;

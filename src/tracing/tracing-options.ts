@@ -21,7 +21,10 @@ export interface TracingOptions {
    * until an OpenTelemetry SDK is registered.
    */
   readonly tracer?: Tracer | undefined;
-  /** Where the metrics go. Default: `metrics.getMeter('cubepi', version)` (nothing until an SDK is registered). */
+  /**
+   * Where the metrics go. Default: `metrics.getMeter('cubepi', version)`, looked up at each run's start (so an SDK
+   * registered after `traceAgent` is used from the next run on; nothing is recorded until one is).
+   */
   readonly meter?: Meter | undefined;
   /**
    * Record prompts, completions, tool arguments and results, approval reasons and hook error messages as span
