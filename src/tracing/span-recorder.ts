@@ -108,8 +108,9 @@ export class SpanRecorder {
 
   constructor(options: TracingOptions) {
     this.tracer = options.tracer ?? trace.getTracer('cubepi', CUBEPI_VERSION);
-    this.ownInstruments = options.meter === undefined ? undefined : guarded(() => createInstruments(options.meter!));
-    this.usesGlobalMeter = options.meter === undefined;
+    const { meter } = options;
+    this.ownInstruments = meter === undefined ? undefined : guarded(() => createInstruments(meter));
+    this.usesGlobalMeter = meter === undefined;
     this.recordContent = options.recordContent === true;
     this.redact = options.redact;
     this.parent = options.parent;
