@@ -390,6 +390,8 @@ describe('traceAgent: the span tree and its attributes', () => {
     expect(all.filter((s) => s.status.code === SpanStatusCode.ERROR)).toEqual([]);
   });
 
+  // The loop emits tool_execution_start for a held call (before approval_requested) and no turn_end before the
+  // suspended agent_end, unlike what docs/events.md says; the tracer ends both spans at agent_end either way.
   it('a run held for approval: the held call ends pending, the run suspended', async () => {
     const { tracer, spans } = otel();
     const agent = new Agent({
