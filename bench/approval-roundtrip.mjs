@@ -286,6 +286,8 @@ const callList = (c) =>
     .map(([method, k]) => `${k} ${method}`)
     .join(' + ') || 'none';
 
+const writes = (c) => (c.append ?? 0) + (c.saveExtra ?? 0);
+
 function table(results) {
   const lines = [
     '| backend | (a) prompt → suspended | open handle | (b) restore | (c) respond → completed | round trip | no guard | ratio |',
@@ -317,14 +319,17 @@ SQLite ${sqliteVersion} (a file, default settings: WAL, \`synchronous = FULL\`),
 
 An approval's whole life through the public API: (a) \`prompt('pay 5')\`, the model (FauxProvider) calls \`pay\`, a
 \`ToolGuard\` asks, the run ends \`suspended\` with the request stored; then, as another process would, a new checkpointer
-handle on the same store and a new Agent (**open handle**: SQLite opens the file again; PostgreSQL, a new
-\`PostgresCheckpointer\` on a second pool whose connections stay open), (b) \`restore()\` and \`pending[0].requestId\`,
+handle on the same store and a new Agent (**open handle**: SQLite opens the file again and checks its schema;
+PostgreSQL, a new \`PostgresCheckpointer\` on a second pool whose connections stay open: it connects lazily, so its
+schema check, one transaction, falls in (b)), (b) \`restore()\` and \`pending[0].requestId\`,
 (c) \`respond(id, { approve: true })\`: the answer stored, the tool run, the model's answer, every message stored.
 **no guard**: the same conversation in one run (prompt → tool → answer). ${WARMUP} warm-up round trips, then ${N}
 measured (each on a thread of its own, alternating with the no-guard runs); ms, median (p10–p90). **round trip** =
 (a) + open + (b) + (c) per trip; **ratio** = its median ÷ the no-guard median. Every thread is checked afterwards
 (one toolResult for the call, outcome \`ok\`, the tool ran once, the answer stored, no approval left).
-Store calls per phase: (a) ${callList(c.a)}; open ${callList(c.open)}; (b) ${callList(c.b)}; (c) ${callList(c.c)}; no guard ${callList(baseCalls)}.
+Store calls per phase: (a) ${callList(c.a)}; open ${callList(c.open)}; (b) ${callList(c.b)}; (c) ${callList(c.c)}; no guard
+${callList(baseCalls)}: the round trip makes ${writes(c.a) + writes(c.b) + writes(c.c)} writes, the no-guard run ${writes(baseCalls)} (each a commit
+that waits for the disk: an fsync in SQLite, a WAL flush in PostgreSQL).
 
 ${table(results)}
 `;

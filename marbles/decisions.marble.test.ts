@@ -21,6 +21,9 @@ import {
   HookError,
   type Message,
   type Middleware,
+  type ModelCallContext,
+  type ModelRequest,
+  type StreamEvent,
   type ToolCallContext,
   type ToolCallDecision,
   type ToolCallRequest,
@@ -219,6 +222,50 @@ describe('wrapToolCall decisions: converted where they are answered', () => {
         catchError((error: unknown) => of(error instanceof HookError ? 'a HookError' : (error as Error).message)),
       );
       expectObservable(result).toBe('--(e|)', { e: `${answers[mark].kind}: ${answers[mark].reason}` });
+    });
+  });
+});
+
+describe('wrapModelCall decisions: converted where they are answered', () => {
+  const mctx: ModelCallContext = { ...base, invocationId: 'inv' };
+  const request: ModelRequest = {
+    provider: { id: 'p', stream: () => undefined as never },
+    model: { id: 'm', provider: 'p' },
+    messages: [],
+    systemPrompt: '',
+    tools: [],
+  };
+  const cached = assistant('from the cache');
+
+  it('replace: the layers outside see start then done at that frame; the provider is never subscribed', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const provider = cold<StreamEvent>('-(d|)', { d: { type: 'done', message: assistant('from the model') } });
+      const composed = composeMiddleware([
+        { name: 'observer', phase: 'observe', wrapModelCall: (r, _c, next) => next(r) },
+        {
+          name: 'cache',
+          phase: 'cache',
+          nextCalls: 'at-most-once',
+          wrapModelCall: () => cold('--(r|)', { r: Decision.replace(cached, 'cache hit') }),
+        },
+      ]);
+      expectObservable(composed.wrappers.wrapModelCall!(request, mctx, () => provider)).toBe('--(sd|)', {
+        s: { type: 'start', partial: cached },
+        d: { type: 'done', message: cached },
+      });
+      expectSubscriptions(provider.subscriptions).toBe([]);
+    });
+  });
+
+  it('stop: an error of the layers outside at that frame, never made a HookError', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const composed = composeMiddleware([
+        { name: 'gate', nextCalls: 'at-most-once', wrapModelCall: () => cold('--(s|)', { s: answers.s }) },
+      ]);
+      const result = composed.wrappers.wrapModelCall!(request, mctx, () => cold('-|')).pipe(
+        catchError((error: unknown) => of(error instanceof HookError ? 'a HookError' : (error as Error).message)),
+      );
+      expectObservable(result).toBe('--(e|)', { e: 'stop: quota' });
     });
   });
 });

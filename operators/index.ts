@@ -2,6 +2,7 @@
  * `cubepi/operators`: the RxJS operators cubepi is built from, public so users can compose and marble-test them.
  * @module
  */
+export { assembleMessages } from './assemble-messages.js';
 export { appendToCheckpoint, type AppendToCheckpointOptions, type CheckpointWriter } from './append-to-checkpoint.js';
 export { chainedRule, chainHooks } from './chain-hooks.js';
 export { executeToolCalls, type IndexedOutcome } from './execute-tool-calls.js';
@@ -25,3 +26,7 @@ export {
 export { ofType } from './of-type.js';
 export { anyTrueStopsRule, stopWhenAny } from './stop-when-any.js';
 export { textDeltas, thinkingDeltas } from './text-deltas.js';
+export { throttleDeltas } from './throttle-deltas.js';
+export { toAgUiEvents, type AgUiEvent, type ToAgUiOptions } from './to-ag-ui-events.js';
+export { toUIMessageStream, type UIMessageStreamPart } from './to-ui-message-stream.js';
+export { toolActivity, type ToolActivity } from './tool-activity.js';

@@ -253,6 +253,17 @@ describe('approvals', () => {
     execute.mockRestore();
   });
 
+  it('reset() drops the approvals of a suspended run with its transcript: the next prompt runs', async () => {
+    const { agent, faux } = setup([['send_email', { to: 'ann' }]]);
+    await agent.prompt('mail ann');
+    expect(agent.pending).toHaveLength(1);
+    agent.reset();
+    expect(agent.pending).toEqual([]);
+    faux.setResponses([fauxMessage('fresh start')]);
+    const added = await agent.prompt('hello again');
+    expect(added.map((m) => textOf(m))).toEqual(['hello again', 'fresh start']);
+  });
+
   it('respond during a run is refused with AgentBusyError', async () => {
     const { agent } = setup([['send_email', { to: 'ann' }]]);
     await agent.prompt('go');
@@ -347,6 +358,34 @@ describe('decisions', () => {
     expect(outer).toHaveLength(1); // the pause reached the outer layer as an error of its `next`, not as a value
     expect(outer[0]).toBeInstanceOf(Error);
     expect(ends(events).map((e) => e.outcome)).toEqual(['suspended']);
+  });
+
+  it('a wrapper that holds an approved call again suspends the resumed run again; no model call in between', async () => {
+    let seen = 0;
+    const { agent, ran, events, faux } = setup([['lookup', { to: 'x' }]], {
+      middleware: [
+        {
+          name: 'twice',
+          nextCalls: 'at-most-once',
+          wrapToolCall: (call, _ctx, next) =>
+            ++seen <= 2 ? of(Decision.pause({ reason: `ask ${seen}` })) : next(call),
+        },
+      ],
+    });
+    await agent.prompt('go');
+    const first = agent.pending[0]!;
+    expect(first.reason).toBe('ask 1');
+    expect(await agent.respond(first.requestId, { approve: true })).toEqual([]);
+    const second = agent.pending[0]!;
+    expect([second.reason, second.toolCallId]).toEqual(['ask 2', first.toolCallId]);
+    expect(second.requestId).not.toBe(first.requestId);
+    expect(faux.callCount).toBe(1); // the model was not called with a call left unanswered
+    expect(agent.state.messages.at(-1)?.role).toBe('assistant'); // the held call still has no result
+    await agent.respond(second.requestId, { approve: true });
+    expect(ran).toEqual(['lookup:x']);
+    expect(agent.pending).toEqual([]);
+    expect(ends(events).map((e) => e.outcome)).toEqual(['suspended', 'suspended', 'completed']);
+    expectConsistentTranscript(agent.state.messages);
   });
 
   it('wrapToolCall replace: the value is the result, seen by the layers outside as an outcome; the tool never runs', async () => {

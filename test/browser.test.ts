@@ -19,7 +19,13 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   exports: Record<string, { default: string }>;
 };
 
-const BROWSER_ENTRIES = ['cubepi', 'cubepi/operators', 'cubepi/testing', 'cubepi/providers/kit'] as const;
+const BROWSER_ENTRIES = [
+  'cubepi',
+  'cubepi/operators',
+  'cubepi/testing',
+  'cubepi/providers/kit',
+  'cubepi/tracing',
+] as const;
 
 /**
  * Budgets for `import { Agent } from 'cubepi'`, minified and tree-shaken, in bytes, about 25% above what was measured

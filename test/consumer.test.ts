@@ -166,6 +166,8 @@ describe.concurrent('an app that installs the tarball', () => {
       expect(existsSync(join(dir, 'node_modules/@modelcontextprotocol/sdk'))).toBe(false);
       expect(versionIn(dir, 'rxjs')).toBe(app.rxjs);
       expect(versionIn(dir, 'zod')).toBe(app.zod);
+      // No optional peer is installed for the app: what runs below runs without any vendor SDK, driver or OpenTelemetry.
+      expect(existsSync(join(dir, 'node_modules/@opentelemetry/api'))).toBe(false);
 
       const checked = await exec(process.execPath, [tsc, '-p', dir]).catch((error: { stdout: string }) => error);
       expect(checked.stdout, 'tsc output').toBe('');

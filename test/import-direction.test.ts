@@ -81,6 +81,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'src/tools',
   ],
   src: ['src', 'src/types', 'operators', 'src/tools', 'src/providers', 'src/middleware', 'src/checkpoint', 'src/agent'],
+  // Tracing reads events (their types) and hashes prompts with the middleware's hash; nothing imports it but its entry.
+  'src/tracing': ['src/tracing', 'src/types', 'src/middleware'],
 };
 
 /** The command uses the public API only: the package's entry points (its `exports`, mapped back to the sources). */
@@ -122,7 +124,9 @@ describe('import direction', () => {
       const folder = dirname(path);
       for (const target of local) {
         const allowed =
-          folder === 'src/cli' ? CLI_MAY_IMPORT.includes(target) : MAY_IMPORT[folder]?.includes(dirname(target));
+          folder === 'src/cli'
+            ? CLI_MAY_IMPORT.includes(target) || dirname(target) === 'src/cli' // the command's own files, and entries
+            : MAY_IMPORT[folder]?.includes(dirname(target));
         if (!allowed) upward.push(`${path} → ${target}`);
       }
     }
@@ -175,7 +179,7 @@ describe('import direction', () => {
     expect(circles).toEqual([]);
   });
 
-  it.each(['src/index.ts', 'operators/index.ts', 'src/providers/kit.ts'])(
+  it.each(['src/index.ts', 'operators/index.ts', 'src/providers/kit.ts', 'src/tracing/index.ts'])(
     '%s reaches no node: module and no vendor SDK (it runs in browsers and edge runtimes)',
     (entry) => {
       const reached = [...closure(entry)].flatMap((path) =>
@@ -187,4 +191,22 @@ describe('import direction', () => {
       expect(reached).toEqual([]);
     },
   );
+
+  it.each(['src/index.ts', 'operators/index.ts', 'src/testing/index.ts', 'src/providers/kit.ts'])(
+    '%s reaches no @opentelemetry package (only cubepi/tracing needs the optional peer)',
+    (entry) => {
+      const reached = [...closure(entry)].flatMap((path) =>
+        [...(files.get(path)?.bare ?? []), ...(files.get(path)?.typeOnly ?? [])]
+          .filter((specifier) => specifier.startsWith('@opentelemetry/'))
+          .map((specifier) => `${path} → ${specifier}`),
+      );
+      expect(files.has(entry), entry).toBe(true);
+      expect(reached).toEqual([]);
+    },
+  );
+
+  it('finds the tracing entry importing @opentelemetry/api (the check above works)', () => {
+    const reached = [...closure('src/tracing/index.ts')].flatMap((path) => files.get(path)?.bare ?? []);
+    expect(reached).toContain('@opentelemetry/api');
+  });
 });

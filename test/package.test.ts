@@ -130,8 +130,25 @@ describe('package entry points', () => {
         /^(openai|@anthropic-ai\/sdk|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/.test(s),
       ),
     ).toEqual([]);
+    // Nor OpenTelemetry: `@opentelemetry/api` is an optional peer, needed by `cubepi/tracing` only.
+    expect([...imported].filter((s) => s.startsWith('@opentelemetry/'))).toEqual([]);
     // Nor any Node built-in: these entries run in browsers and edge runtimes (test/browser.test.ts bundles them).
     expect([...imported].filter((s) => s.startsWith('node:') || builtinModules.includes(s.split('/')[0]!))).toEqual([]);
+  });
+
+  it('resolves cubepi/tracing and cubepi/tracing/jsonl, with their types', async () => {
+    const script = `
+      const tracing = await import('cubepi/tracing');
+      console.log(JSON.stringify(['traceAgent', 'traceEvents', 'toolCallContext', 'withToolCallContext'].map((k) => typeof tracing[k])));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(Array<string>(4).fill('function'));
+    expect(existsSync(`${root}/dist/src/tracing/index.d.ts`)).toBe(true);
+    const jsonl = `
+      const { JsonlSpanExporter, parseJsonlSpans } = await import('cubepi/tracing/jsonl');
+      console.log(JSON.stringify([typeof JsonlSpanExporter, typeof parseJsonlSpans]));`;
+    const read = await run(process.execPath, ['--input-type=module', '-e', jsonl], { cwd: root });
+    expect(JSON.parse(read.stdout)).toEqual(['function', 'function']);
+    expect(existsSync(`${root}/dist/src/tracing/jsonl.d.ts`)).toBe(true);
   });
 });
 

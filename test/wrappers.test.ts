@@ -56,6 +56,12 @@ describe('retry', () => {
     expect(attempts.map((a) => a.attempt)).toEqual([1, 2, 3]);
     expect(new Set(attempts.map((a) => a.invocationId)).size).toBe(1);
     expect(new Set(attempts.map((a) => a.attemptId)).size).toBe(3);
+    // Each attempt after the first says how the one before it ended.
+    expect(attempts.map((a) => a.previous)).toEqual([
+      undefined,
+      { attemptId: attempts[0]!.attemptId, errorKind: 'rate_limited', error: 'rate_limited!' },
+      { attemptId: attempts[1]!.attemptId, errorKind: 'unavailable', error: 'unavailable!' },
+    ]);
     expect(events.filter((e) => e.type === 'message_start' && e.message.role === 'assistant')).toHaveLength(1);
   });
 

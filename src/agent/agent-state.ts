@@ -196,9 +196,16 @@ export class AgentStateStore {
     this.changed();
   }
 
-  /** Clears the transcript, `errorMessage`, the streaming state and pending tool calls (see `Agent.reset`). */
+  /**
+   * Clears the transcript, `errorMessage`, the streaming state, pending tool calls and the approvals of a suspended
+   * run (they answer calls of the transcript cleared; with a checkpointer, the next restore loads them again) (see
+   * `Agent.reset`).
+   */
   reset(): void {
     this.messages = [];
+    this.approvals = undefined;
+    this.tentative = [];
+    this.resuming = false;
     this.errorMessage = undefined;
     this.streamingMessage = undefined;
     this.pendingToolCalls = [];

@@ -250,8 +250,9 @@ export class Agent {
   }
 
   /**
-   * Clears the transcript, `errorMessage`, streaming state, pending tool calls and both queues; keeps the
-   * configuration. Throws {@link AgentBusyError} while a run is active.
+   * Clears the transcript, `errorMessage`, streaming state, pending tool calls, both queues and the approvals of a
+   * suspended run (with a checkpointer, the next run restores the thread, approvals included); keeps the
+   * configuration and the run state. Throws {@link AgentBusyError} while a run is active.
    */
   reset(): void {
     if (this.runs.current !== undefined)

@@ -11,19 +11,9 @@ import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessag
 import { wait, type Op } from './drive.js';
 import { INTERRUPTED_TOOL_RESULT } from './interrupted-tool-results.js';
 import { addMessage, errorOutcome, newTurn, type RunState } from './run-state.js';
-import {
-  afterToolCall,
-  batchResult,
-  emitResultMessage,
-  executeCall,
-  executeInParallel,
-  finishCall,
-  isSequential,
-  openCalls,
-  startCall,
-  type BatchResult,
-  type RunnableCall,
-} from './tool-batch.js';
+import { emitResultMessage, finishCall, openCalls, startCall, type RunnableCall } from './call-records.js';
+import { afterToolCall } from './prepare-call.js';
+import { batchResult, executeCall, executeInParallel, isSequential, type BatchResult } from './tool-batch.js';
 
 /**
  * How each held call of a suspended batch is answered: a person's answer, an abort (`abortPending`), or `interrupted`
@@ -110,8 +100,14 @@ export function* resumeBatch(run: RunState, resume: ResumeBatch): Op<BatchResult
     yield* executeInParallel(run, turn, assistant, runnable);
   }
   for (let index = 0; index < held.length; index++) emitResultMessage(run, turn, index);
-  for (const message of resume.inject ?? []) addMessage(run, message);
   const batch = batchResult(turn);
+  if (batch.held.length > 0) {
+    // A wrapper held an approved call again: the run suspends again, as a turn would (no turn_end; the messages
+    // deferred from the first suspension stay deferred). `run.turn` keeps the held requests for the loop.
+    turn.deferred = resume.inject ?? [];
+    return batch;
+  }
+  for (const message of resume.inject ?? []) addMessage(run, message);
   // The turn's results: those the suspended run stored, then these, in the model's order.
   const all = new Map<string, ToolResultMessage>(answered);
   for (const message of batch.results) all.set(message.toolCallId, message);

@@ -5,35 +5,23 @@
 import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import type { HookSink } from '../middleware/hook-sink.js';
-import type { ComposedHooks, RunEndContext, TurnDecision } from '../middleware/types.js';
+import type { ComposedHooks, RunEndContext } from '../middleware/types.js';
 import type { AgentEvent, ParentRun, RunOutcome } from '../types/agent-events.js';
-import { renderFragments, stateFromStored } from '../types/apply-patch.js';
+import { stateFromStored } from '../types/apply-patch.js';
 import type { ApprovalRequest } from '../types/approval.js';
 import { isHookDecision } from '../types/decision.js';
-import { ConfigurationError, errorMessageOf, isAbortError, RunAbortedError } from '../types/errors.js';
-import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
+import { ConfigurationError, isAbortError, RunAbortedError } from '../types/errors.js';
+import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { HookState } from '../types/state.js';
 import { usageOf } from '../types/usage-of.js';
 import { drive, type Op } from './drive.js';
 import { resumeBatch, type ResumeBatch } from './resume-batch.js';
-import {
-  addMessage,
-  callHook,
-  closingMessage,
-  errorOutcome,
-  hookContext,
-  newTurn,
-  RunStopped,
-  runSink,
-  turnContext,
-  type RunState,
-  type TurnState,
-} from './run-state.js';
+import { callHook, hookContext, RunStopped, runSink, type RunState } from './run-state.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
-import { streamResponse } from './stream-response.js';
-import { answerUnexecuted, emitResultMessage, finishCall, openCalls, runToolBatch, startCall } from './tool-batch.js';
+import { closeRun } from './close-run.js';
+import { turn } from './turn.js';
 
 /** Options of {@link runAgentLoop}. */
 export interface RunAgentLoopOptions extends RunSettings {
@@ -260,11 +248,16 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
     if (resume !== undefined) {
       const batch = yield* resumeBatch(run, resume);
       if (resume.abort !== undefined) throw new RunAbortedError('abort', `Run aborted: ${resume.abort}`);
+      if (batch.held.length > 0) {
+        // Suspended again (a wrapper held an approved call): the prompts wait with the deferred messages.
+        ({ pendingRequests, deferred } = suspend(run));
+        deferred = [...deferred, ...prompts];
+      }
       more = !batch.terminate;
       if (batch.terminate) run.outcome = 'stopped';
     }
     let pending: readonly Message[] = [...prompts, ...(run.getSteeringMessages?.() ?? [])];
-    if (resume === undefined || more || pending.length > 0) {
+    if (pendingRequests === undefined && (resume === undefined || more || pending.length > 0)) {
       outer: for (;;) {
         if (resume === undefined) more = true;
         while (more || pending.length > 0) {
@@ -272,10 +265,7 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
           pending = [];
           if (next === 'end') break outer;
           if (next === 'suspend') {
-            pendingRequests = run.turn?.held ?? [];
-            deferred = run.turn?.deferred ?? [];
-            run.turn = undefined;
-            run.outcome = 'suspended';
+            ({ pendingRequests, deferred } = suspend(run));
             break outer;
           }
           more = next === 'more';
@@ -328,6 +318,14 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
   if (hasFailure) throw failure;
 }
 
+/** The run suspends: the held requests and deferred messages of its current turn, which ends here (no turn_end). */
+function suspend(run: RunState): { pendingRequests: readonly ApprovalRequest[]; deferred: readonly Message[] } {
+  const suspended = { pendingRequests: run.turn?.held ?? [], deferred: run.turn?.deferred ?? [] };
+  run.turn = undefined;
+  run.outcome = 'suspended';
+  return suspended;
+}
+
 /** `onRunStart`: every middleware's, in order; a `stop` decision ends the run before its first model call. */
 function* runStart(run: RunState): Op<void> {
   const start = run.hooks.onRunStart;
@@ -343,240 +341,6 @@ function* runEnd(run: RunState, outcome: RunOutcome): Op<void> {
   if (end === undefined) return;
   const ctx = { ...hookContext(run, run.turnIndex), newMessages: run.newMessages.slice() } as RunEndContext;
   yield* callHook(run, 'onRunEnd', { outcome }, () => end(ctx, outcome), undefined);
-}
-
-/** What a turn tells the loop: stop the run, call the model again, go on only if something is queued, or suspend. */
-type TurnOutcome = 'end' | 'more' | 'idle' | 'suspend';
-
-function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
-  run.outcome = undefined; // how the run ends is decided by its last turn
-  const state = newTurn(run.turnIndex++);
-  run.turn = state;
-  run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
-  for (let i = 0; i < pending.length; i++) addMessage(run, pending[i]!);
-  if (run.signal.aborted) throw run.signal.reason;
-
-  const { hooks } = run;
-  let context: readonly Message[] = run.transcript;
-  // Context fragments (from state patches) follow the system prompt, before transformSystemPrompt sees it.
-  const fragments = run.state.contextFragments;
-  if (hooks.transformContext !== undefined) {
-    const transform = hooks.transformContext;
-    const ctx = turnContext(run, state);
-    const input = run.transcript.slice();
-    context = yield* callHook(run, 'transformContext', input, () => transform(input, ctx), input);
-  }
-  if (hooks.convertToLlm !== undefined) {
-    const convert = hooks.convertToLlm;
-    const ctx = turnContext(run, state);
-    const input = context.slice();
-    context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input);
-  }
-  // Without hooks the provider gets the transcript itself, not a copy: a copy per model call would make a run
-  // O(turns²). It does not change while the call is in flight (the loop appends only after the terminal event);
-  // a provider that keeps it beyond its call must copy it (the Provider contract says so).
-  let systemPrompt = fragments.length === 0 ? run.systemPrompt : renderFragments(run.systemPrompt, fragments);
-  if (hooks.transformSystemPrompt !== undefined) {
-    const transform = hooks.transformSystemPrompt;
-    const ctx = turnContext(run, state);
-    const input = systemPrompt;
-    systemPrompt = yield* callHook(run, 'transformSystemPrompt', input, () => transform(input, ctx), input);
-  }
-
-  const response = yield* streamResponse(run, state, context, systemPrompt);
-  if (response.stopReason === 'error' || response.stopReason === 'aborted') {
-    run.outcome = response.stopReason === 'error' ? 'failed' : 'cancelled';
-    endTurn(run, state, response, []);
-    return 'end';
-  }
-
-  let final: AssistantMessage = response;
-  let inject: readonly Message[] = [];
-  let decision: TurnDecision = 'natural';
-  if (hooks.afterModelResponse !== undefined) {
-    const after = hooks.afterModelResponse;
-    const ctx = turnContext(run, state);
-    const action = yield* callHook(run, 'afterModelResponse', response, () => after(response, ctx), undefined);
-    if (action !== undefined) {
-      final = action.response ?? response;
-      inject = action.injectMessages ?? [];
-      decision = action.decision ?? 'natural';
-    }
-  }
-  state.response = undefined;
-  state.assistant = final;
-  run.transcript.push(final);
-  run.newMessages.push(final);
-  run.emit({ type: 'message_end', runId: run.runId, message: final });
-
-  const calls = toolCallsOf(final);
-  let results: readonly ToolResultMessage[] = [];
-  let terminate = false;
-  if (calls.length > 0) {
-    if (decision === 'stop') {
-      results = answerUnexecuted(
-        run,
-        state,
-        calls,
-        'Tool call not executed: the run was stopped after this response',
-        'aborted',
-      ).results;
-    } else if (final.stopReason === 'length') {
-      results = answerUnexecuted(
-        run,
-        state,
-        calls,
-        'Tool call not executed: the response hit the output token limit, so its arguments may be cut off. Re-issue the call.',
-        'error',
-      ).results;
-    } else {
-      const batch = yield* runToolBatch(run, state, final, calls);
-      if (batch.held.length > 0) {
-        // Suspended: the held calls get no result in this run (the turn is not over: no turn_end); messages a hook
-        // injected go after the resumed batch's results, so a call and its result stay adjacent.
-        state.deferred = inject;
-        return 'suspend';
-      }
-      results = batch.results;
-      terminate = batch.terminate;
-    }
-  }
-  for (let i = 0; i < inject.length; i++) addMessage(run, inject[i]!);
-  endTurn(run, state, final, results);
-
-  if (decision === 'stop') {
-    run.outcome = 'stopped';
-    return 'end';
-  }
-  if (hooks.shouldStopAfterTurn !== undefined) {
-    const shouldStop = hooks.shouldStopAfterTurn;
-    const ctx = turnContext(run, state);
-    const turnEnd = {
-      ...ctx,
-      message: final,
-      toolResults: results,
-      newMessages: run.newMessages.slice(),
-      context: ctx,
-    };
-    const stop = yield* callHook(run, 'shouldStopAfterTurn', { message: final }, () => shouldStop(turnEnd), false);
-    if (stop === true) {
-      run.outcome = 'stopped';
-      return 'end';
-    }
-  }
-  if (decision === 'loop_to_model') return 'more';
-  if (terminate) run.outcome = 'stopped';
-  return calls.length > 0 && !terminate ? 'more' : 'idle';
-}
-
-function endTurn(
-  run: RunState,
-  state: TurnState,
-  message: AssistantMessage,
-  toolResults: readonly ToolResultMessage[],
-): void {
-  run.turn = undefined;
-  run.emit({ type: 'turn_end', runId: run.runId, turnIndex: state.index, message, toolResults });
-}
-
-/**
- * Closes a run interrupted by cancellation or a failure, so the transcript stays consistent: the streaming message
- * ends (as `aborted`/`error`), a settled response gets its `message_end`, every tool call gets exactly one result,
- * the turn ends, and unless the turn's own message already says why the run stopped, a closing assistant message does.
- *
- * Kept in small pieces: a function is compiled when first called, and a run cancelled mid-stream (the common case)
- * calls only the first two.
- */
-function closeRun(run: RunState, aborted: boolean, reason: unknown): void {
-  const state = run.turn;
-  if (state === undefined) {
-    closingTurn(run, aborted, reason);
-    return;
-  }
-  if (state.streaming !== undefined) endStreamingMessage(run, state, aborted, reason);
-  else if (state.response !== undefined) endSettledResponse(run, state);
-
-  const assistant = state.assistant;
-  if (assistant === undefined) {
-    // The model call never happened: the closing message is this turn's message.
-    const closing = closingMessage(run, aborted, reason);
-    addMessage(run, closing);
-    endTurn(run, state, closing, []);
-    return;
-  }
-  if (assistant.stopReason === 'error' || assistant.stopReason === 'aborted') {
-    endTurn(
-      run,
-      state,
-      assistant,
-      state.resultMessages.filter((message) => message !== undefined),
-    );
-    return;
-  }
-  answerOpenCalls(run, state, assistant, aborted, reason);
-  endTurn(
-    run,
-    state,
-    assistant,
-    state.resultMessages.filter((message) => message !== undefined),
-  );
-  closingTurn(run, aborted, reason);
-}
-
-/** The message being streamed ends as `aborted` (or `error`), with what was received so far. */
-function endStreamingMessage(run: RunState, state: TurnState, aborted: boolean, reason: unknown): void {
-  const message: AssistantMessage = {
-    ...state.streaming!,
-    stopReason: aborted ? 'aborted' : 'error',
-    errorMessage: errorMessageOf(reason),
-    ...(aborted ? { errorKind: 'aborted' as const } : {}),
-  };
-  state.streaming = undefined;
-  state.assistant = message;
-  run.transcript.push(message);
-  run.newMessages.push(message);
-  run.emit({ type: 'message_end', runId: run.runId, message });
-}
-
-/** A complete response still waiting for `afterModelResponse` gets its `message_end` as it is. */
-function endSettledResponse(run: RunState, state: TurnState): void {
-  const message = state.response!;
-  state.response = undefined;
-  state.assistant = message;
-  run.transcript.push(message);
-  run.newMessages.push(message);
-  run.emit({ type: 'message_end', runId: run.runId, message });
-}
-
-/** Every tool call of `assistant` without an outcome gets an error result (and its events); results are emitted. */
-function answerOpenCalls(
-  run: RunState,
-  state: TurnState,
-  assistant: AssistantMessage,
-  aborted: boolean,
-  reason: unknown,
-): void {
-  if (state.calls.length === 0) openCalls(state, toolCallsOf(assistant));
-  const text = aborted
-    ? 'Tool call aborted: the run was cancelled'
-    : reason instanceof RunStopped
-      ? `Tool call not completed: the run was stopped (${reason.reason})`
-      : `Tool call not completed: the run ended because of an error (${errorMessageOf(reason)})`;
-  for (let index = 0; index < state.calls.length; index++) {
-    if (state.outcomes[index] !== undefined) continue;
-    if (!state.started[index]) startCall(run, state, index);
-    finishCall(run, state, index, errorOutcome(text, 'aborted'));
-  }
-  for (let index = 0; index < state.calls.length; index++) emitResultMessage(run, state, index);
-}
-
-/** A turn of its own for the closing message, standing in for the model call that was not made. */
-function closingTurn(run: RunState, aborted: boolean, reason: unknown): void {
-  const state = newTurn(run.turnIndex++);
-  run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
-  const closing = closingMessage(run, aborted, reason);
-  addMessage(run, closing);
-  endTurn(run, state, closing, []);
 }
 
 function validateLoopOptions(options: RunAgentLoopOptions): void {

@@ -6,7 +6,8 @@ import { catchError, defer, isObservable, tap, throwError, type Observable } fro
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
 import { WrapperDecision } from '../middleware/compose-wrappers.js';
 import { errorMessageOf, HookError, isAbortError, RunAbortedError } from '../types/errors.js';
-import type { AssistantMessage, Message } from '../types/messages.js';
+import type { AssistantMessage, Message, ProviderErrorKind } from '../types/messages.js';
+import type { ModelAttemptEvent, PreviousAttempt } from '../types/agent-events.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import { EMPTY_USAGE } from '../types/usage.js';
 import type { Model } from '../types/model.js';
@@ -81,7 +82,7 @@ export function* streamResponse(
       ...(run.streamOptions !== undefined ? { options: run.streamOptions } : {}),
     };
     let attempt = 0;
-    let previous: { provider: string; model: string; error?: string } | undefined;
+    let previous: AttemptRecord | undefined;
     // The call itself, the innermost layer of the onion: every subscription is an attempt (announced, and a move to
     // another model announced before it).
     const send: ModelCallNext = (req) =>
@@ -102,9 +103,10 @@ export function* streamResponse(
           });
         }
         // Its own record (not `to`, which the model_fallback event carries): a failure is noted on it below.
-        const current: { provider: string; model: string; error?: string } = { provider: to.provider, model: to.model };
+        const current: AttemptRecord = { provider: to.provider, model: to.model, attempt };
+        const before = previous;
         previous = current;
-        emitAttempt(run, turn, invocationId, attempt, to.provider, to.model);
+        emitAttempt(run, turn, invocationId, attempt, to.provider, to.model, before);
         const stream = openStream(
           run,
           turn,
@@ -118,7 +120,10 @@ export function* streamResponse(
         if (!isObservable(stream)) return [stream];
         return stream.pipe(
           tap((event) => {
-            if (event.type === 'error') current.error = event.message.errorMessage ?? event.errorKind;
+            if (event.type === 'error') {
+              current.error = event.message.errorMessage ?? event.errorKind;
+              current.errorKind = event.errorKind;
+            }
           }),
           // A provider whose Observable errors broke its contract (failures are values): end the call as an error.
           catchError((error: unknown) =>
@@ -185,7 +190,16 @@ export function* streamResponse(
   return message;
 }
 
-/** Announces attempt `attempt` of the model call `invocationId`. */
+/** What the loop remembers of an attempt of a wrapped call, for the `model_fallback` and `model_attempt` after it. */
+interface AttemptRecord {
+  readonly provider: string;
+  readonly model: string;
+  readonly attempt: number;
+  error?: string;
+  errorKind?: ProviderErrorKind;
+}
+
+/** Announces attempt `attempt` of the model call `invocationId` (and how the attempt before it ended). */
 function emitAttempt(
   run: RunState,
   turn: TurnState,
@@ -193,8 +207,9 @@ function emitAttempt(
   attempt: number,
   provider: string,
   model: string,
+  before?: AttemptRecord,
 ): void {
-  run.emit({
+  const event: ModelAttemptEvent = {
     type: 'model_attempt',
     runId: run.runId,
     turnIndex: turn.index,
@@ -203,7 +218,15 @@ function emitAttempt(
     attempt,
     provider,
     model,
-  });
+  };
+  // The first attempt (every call's, the only one without wrappers) is the plain literal above: nothing more per turn.
+  if (before === undefined) return run.emit(event);
+  const previous: PreviousAttempt = {
+    attemptId: `${invocationId}.${before.attempt}`,
+    ...(before.errorKind !== undefined ? { errorKind: before.errorKind } : {}),
+    ...(before.error !== undefined ? { error: before.error } : {}),
+  };
+  run.emit({ ...event, previous });
 }
 
 /** Calls `provider.stream()`: its stream, or the terminal event of a provider that threw instead of answering. */

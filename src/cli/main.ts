@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { Agent, defineTool, type Message, type Provider } from '../index.js';
 import { ofType, textDeltas } from '../../operators/index.js';
 import { FauxProvider, fauxMessage, fauxToolCall } from '../testing/index.js';
+import { traceCommand } from './trace-command.js';
 
 const HELP = `Usage: cubepi [prompt] [options]
        cubepi mcp [options]
@@ -24,7 +25,9 @@ Options:
   --model <id>   the model id (default: claude-sonnet-4-5 / gpt-4.1)
   --events       print every agent event as a JSON line instead of the readable view
   --delay <ms>   pause between streamed chunks of the offline model (default 12)
-  -h, --help     show this help`;
+  -h, --help     show this help
+
+cubepi trace list | show ID [--file <path>] reads a local trace file (cubepi trace --help).`;
 
 const CITIES: Record<string, { temperature: number; sky: string }> = {
   paris: { temperature: 18, sky: 'light rain' },
@@ -93,6 +96,12 @@ async function chooseProvider(
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'trace') {
+    return traceCommand(argv.slice(1), {
+      out: (text) => void process.stdout.write(text),
+      err: (text) => void process.stderr.write(text),
+    });
+  }
   const { values, positionals } = parseArgs({
     args: [...argv],
     allowPositionals: true,

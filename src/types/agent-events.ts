@@ -3,7 +3,7 @@
  * @module
  */
 import type { ApprovalRequest } from './approval.js';
-import type { AssistantMessage, Message, ToolCallOutcome, ToolResultMessage } from './messages.js';
+import type { AssistantMessage, Message, ProviderErrorKind, ToolCallOutcome, ToolResultMessage } from './messages.js';
 import type { StatePatch } from './state.js';
 import type { StreamEvent } from './stream-events.js';
 import type { AgentToolResult } from './tool.js';
@@ -161,7 +161,8 @@ export interface StatePatchedEvent {
 
 /**
  * A request is being sent to a model: one per attempt. Every attempt of one model call (retries, fallbacks) shares
- * the `invocationId` and has its own `attemptId`; `attempt` counts from 1.
+ * the `invocationId` and has its own `attemptId`; `attempt` counts from 1. From the second attempt on, `previous`
+ * says how the attempt before this one ended (what a retry or a fallback reacted to).
  */
 export interface ModelAttemptEvent {
   readonly type: 'model_attempt';
@@ -172,6 +173,17 @@ export interface ModelAttemptEvent {
   readonly attempt: number;
   readonly provider: string;
   readonly model: string;
+  readonly previous?: PreviousAttempt;
+}
+
+/**
+ * The attempt before a `model_attempt`: its id and, when it ended with an error event, the error's kind and message
+ * (both absent when a wrapper dropped it for another reason, e.g. a timeout of its own).
+ */
+export interface PreviousAttempt {
+  readonly attemptId: string;
+  readonly errorKind?: ProviderErrorKind;
+  readonly error?: string;
 }
 
 /** A model call moved to another model (or provider) after an attempt failed; emitted before the new attempt. */

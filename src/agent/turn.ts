@@ -1,0 +1,137 @@
+/**
+ * One turn of the loop: the messages it starts with, the context and system prompt through their hooks, the model
+ * call, \`afterModelResponse\`, the tool batch, and what the loop does next.
+ * @module
+ */
+import type { TurnDecision } from '../middleware/types.js';
+import { renderFragments } from '../types/apply-patch.js';
+import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
+import type { Op } from './drive.js';
+import { addMessage, callHook, newTurn, turnContext, type RunState } from './run-state.js';
+import { streamResponse } from './stream-response.js';
+import { answerUnexecuted, runToolBatch } from './tool-batch.js';
+import { endTurn } from './close-run.js';
+
+/** What a turn tells the loop: stop the run, call the model again, go on only if something is queued, or suspend. */
+export type TurnOutcome = 'end' | 'more' | 'idle' | 'suspend';
+
+export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcome> {
+  run.outcome = undefined; // how the run ends is decided by its last turn
+  const state = newTurn(run.turnIndex++);
+  run.turn = state;
+  run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
+  for (let i = 0; i < pending.length; i++) addMessage(run, pending[i]!);
+  if (run.signal.aborted) throw run.signal.reason;
+
+  const { hooks } = run;
+  let context: readonly Message[] = run.transcript;
+  // Context fragments (from state patches) follow the system prompt, before transformSystemPrompt sees it.
+  const fragments = run.state.contextFragments;
+  if (hooks.transformContext !== undefined) {
+    const transform = hooks.transformContext;
+    const ctx = turnContext(run, state);
+    const input = run.transcript.slice();
+    context = yield* callHook(run, 'transformContext', input, () => transform(input, ctx), input);
+  }
+  if (hooks.convertToLlm !== undefined) {
+    const convert = hooks.convertToLlm;
+    const ctx = turnContext(run, state);
+    const input = context.slice();
+    context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input);
+  }
+  // Without hooks the provider gets the transcript itself, not a copy: a copy per model call would make a run
+  // O(turns²). It does not change while the call is in flight (the loop appends only after the terminal event);
+  // a provider that keeps it beyond its call must copy it (the Provider contract says so).
+  let systemPrompt = fragments.length === 0 ? run.systemPrompt : renderFragments(run.systemPrompt, fragments);
+  if (hooks.transformSystemPrompt !== undefined) {
+    const transform = hooks.transformSystemPrompt;
+    const ctx = turnContext(run, state);
+    const input = systemPrompt;
+    systemPrompt = yield* callHook(run, 'transformSystemPrompt', input, () => transform(input, ctx), input);
+  }
+
+  const response = yield* streamResponse(run, state, context, systemPrompt);
+  if (response.stopReason === 'error' || response.stopReason === 'aborted') {
+    run.outcome = response.stopReason === 'error' ? 'failed' : 'cancelled';
+    endTurn(run, state, response, []);
+    return 'end';
+  }
+
+  let final: AssistantMessage = response;
+  let inject: readonly Message[] = [];
+  let decision: TurnDecision = 'natural';
+  if (hooks.afterModelResponse !== undefined) {
+    const after = hooks.afterModelResponse;
+    const ctx = turnContext(run, state);
+    const action = yield* callHook(run, 'afterModelResponse', response, () => after(response, ctx), undefined);
+    if (action !== undefined) {
+      final = action.response ?? response;
+      inject = action.injectMessages ?? [];
+      decision = action.decision ?? 'natural';
+    }
+  }
+  state.response = undefined;
+  state.assistant = final;
+  run.transcript.push(final);
+  run.newMessages.push(final);
+  run.emit({ type: 'message_end', runId: run.runId, message: final });
+
+  const calls = toolCallsOf(final);
+  let results: readonly ToolResultMessage[] = [];
+  let terminate = false;
+  if (calls.length > 0) {
+    if (decision === 'stop') {
+      results = answerUnexecuted(
+        run,
+        state,
+        calls,
+        'Tool call not executed: the run was stopped after this response',
+        'aborted',
+      ).results;
+    } else if (final.stopReason === 'length') {
+      results = answerUnexecuted(
+        run,
+        state,
+        calls,
+        'Tool call not executed: the response hit the output token limit, so its arguments may be cut off. Re-issue the call.',
+        'error',
+      ).results;
+    } else {
+      const batch = yield* runToolBatch(run, state, final, calls);
+      if (batch.held.length > 0) {
+        // Suspended: the held calls get no result in this run (the turn is not over: no turn_end); messages a hook
+        // injected go after the resumed batch's results, so a call and its result stay adjacent.
+        state.deferred = inject;
+        return 'suspend';
+      }
+      results = batch.results;
+      terminate = batch.terminate;
+    }
+  }
+  for (let i = 0; i < inject.length; i++) addMessage(run, inject[i]!);
+  endTurn(run, state, final, results);
+
+  if (decision === 'stop') {
+    run.outcome = 'stopped';
+    return 'end';
+  }
+  if (hooks.shouldStopAfterTurn !== undefined) {
+    const shouldStop = hooks.shouldStopAfterTurn;
+    const ctx = turnContext(run, state);
+    const turnEnd = {
+      ...ctx,
+      message: final,
+      toolResults: results,
+      newMessages: run.newMessages.slice(),
+      context: ctx,
+    };
+    const stop = yield* callHook(run, 'shouldStopAfterTurn', { message: final }, () => shouldStop(turnEnd), false);
+    if (stop === true) {
+      run.outcome = 'stopped';
+      return 'end';
+    }
+  }
+  if (decision === 'loop_to_model') return 'more';
+  if (terminate) run.outcome = 'stopped';
+  return calls.length > 0 && !terminate ? 'more' : 'idle';
+}
