@@ -15,6 +15,7 @@ export default defineConfig({
       { find: /^cubepi\/checkpoint\/postgres$/, replacement: here('./src/checkpoint/postgres.ts') },
       { find: /^cubepi\/tracing\/jsonl$/, replacement: here('./src/tracing/jsonl.ts') },
       { find: /^cubepi\/tracing$/, replacement: here('./src/tracing/index.ts') },
+      { find: /^cubepi\/mcp$/, replacement: here('./src/mcp/index.ts') },
       { find: /^cubepi\/testing$/, replacement: here('./src/testing/index.ts') },
       { find: /^cubepi$/, replacement: here('./src/index.ts') },
     ],

@@ -9,6 +9,16 @@ export type { AgentState } from './agent/agent-state.js';
 export type { QueueMode } from './agent/message-queues.js';
 export { resolveModel } from './agent/resolve-model.js';
 export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.js';
+export {
+  agentTool,
+  DEFAULT_MAX_AGENT_DEPTH,
+  subagentEventOf,
+  type AgentToolDetails,
+  type AgentToolOptions,
+  type AgentToolPromptSchema,
+  type SubagentContext,
+  type SubagentEvent,
+} from './agent/agent-tool.js';
 export type { ResumeAnswer, ResumeBatch } from './agent/resume-batch.js';
 export type { RunSettings } from './agent/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
@@ -127,6 +137,7 @@ export type {
   ToolExecuteContext,
   ToolExecuteResult,
   ToolExecutionMode,
+  ToolRunInfo,
 } from './types/tool.js';
 export {
   canonicalJson,
@@ -144,6 +155,7 @@ export {
   type UserMessage,
 } from './types/messages.js';
 export { addUsage, computeUsage, EMPTY_USAGE, type TokenCounts, type Usage, type UsageCost } from './types/usage.js';
+export { usageOf } from './types/usage-of.js';
 export {
   AgentBusyError,
   ConfigurationError,

@@ -162,6 +162,8 @@ describe.concurrent('an app that installs the tarball', () => {
       expect(existsSync(nested) ? readdirSync(nested).filter((name) => name === 'rxjs' || name === 'zod') : []).toEqual(
         [],
       );
+      // The optional peers are not installed: the core entries load and run without them (the MCP SDK included).
+      expect(existsSync(join(dir, 'node_modules/@modelcontextprotocol/sdk'))).toBe(false);
       expect(versionIn(dir, 'rxjs')).toBe(app.rxjs);
       expect(versionIn(dir, 'zod')).toBe(app.zod);
       // No optional peer is installed for the app: what runs below runs without any vendor SDK, driver or OpenTelemetry.

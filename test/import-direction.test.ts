@@ -59,6 +59,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/providers': ['src/providers', 'src/types', 'operators'],
   'src/checkpoint': ['src/checkpoint', 'src/types'],
   'src/middleware': ['src/middleware', 'src/types', 'operators'],
+  // cubepi/mcp: the only folder that imports the MCP SDK.
+  'src/mcp': ['src/mcp', 'src/types', 'src/tools', 'src/agent'],
   'src/agent': [
     'src/agent',
     'src/types',
@@ -96,7 +98,7 @@ const CLI_MAY_IMPORT = Object.values(
     : [],
 );
 
-const VENDOR_SDK = /^(openai|@anthropic-ai\/sdk|pg|better-sqlite3)(\/|$)/;
+const VENDOR_SDK = /^(openai|@anthropic-ai\/sdk|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/;
 
 /** Every file `entry` loads, itself included. */
 function closure(entry: string): Set<string> {

@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const run = promisify(execFile);
@@ -87,6 +89,15 @@ describe('package entry points', () => {
     }
   });
 
+  it('resolves cubepi/mcp, which loads the MCP SDK', async () => {
+    const script = `
+      const mcp = await import('cubepi/mcp');
+      console.log(JSON.stringify([typeof mcp.mcpTools, typeof mcp.parametersFromJsonSchema]));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(['function', 'function']);
+    expect(existsSync(`${root}/dist/src/mcp/index.d.ts`)).toBe(true);
+  });
+
   it('keeps vendor SDKs, database drivers and Node built-ins out of the core entry points and the provider kit', async () => {
     // A resolve hook records every bare specifier the three entry points pull in, however deep.
     const dir = mkdtempSync(join(tmpdir(), 'cubepi-imports-'));
@@ -114,7 +125,11 @@ describe('package entry points', () => {
         .map((l) => l.slice(7)),
     );
     expect(imported.has('rxjs')).toBe(true); // the hook does see the entry points' imports
-    expect([...imported].filter((s) => /^(openai|@anthropic-ai\/sdk|pg|better-sqlite3)(\/|$)/.test(s))).toEqual([]);
+    expect(
+      [...imported].filter((s) =>
+        /^(openai|@anthropic-ai\/sdk|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/.test(s),
+      ),
+    ).toEqual([]);
     // Nor OpenTelemetry: `@opentelemetry/api` is an optional peer, needed by `cubepi/tracing` only.
     expect([...imported].filter((s) => s.startsWith('@opentelemetry/'))).toEqual([]);
     // Nor any Node built-in: these entries run in browsers and edge runtimes (test/browser.test.ts bundles them).
@@ -138,6 +153,37 @@ describe('package entry points', () => {
 });
 
 describe('the cubepi command', () => {
+  it('cubepi mcp serves the example agent and its tool over stdio, to the SDK client', async () => {
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: ['dist/src/cli/main.js', 'mcp', '--delay', '0'],
+      cwd: root,
+      stderr: 'pipe',
+    });
+    await client.connect(transport);
+    try {
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['ask_agent', 'weather']);
+      const progress: (string | undefined)[] = [];
+      const answer = await client.callTool(
+        { name: 'ask_agent', arguments: { prompt: 'Weather in Paris and Oslo?' } },
+        undefined,
+        { onprogress: (p) => progress.push(p.message) },
+      );
+      const text = (answer.content as { text?: string }[]).map((block) => block.text ?? '').join('');
+      expect(text).toContain('Pack an umbrella for Paris.');
+      expect(text).toContain('Oslo: 7 °C, clear');
+      expect(progress).toContain('calling weather');
+      // A second call gets a fresh agent (and a fresh scripted model).
+      const again = await client.callTool({ name: 'ask_agent', arguments: { prompt: 'Again?' } });
+      expect(again.isError).toBeFalsy();
+      const weather = await client.callTool({ name: 'weather', arguments: { city: 'Oslo' } });
+      expect(weather.content).toEqual([{ type: 'text', text: 'Oslo: 7 °C, clear' }]);
+    } finally {
+      await client.close();
+    }
+  });
+
   it('runs the offline example agent end to end, streaming text and tool calls', async () => {
     const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--delay', '0'], { cwd: root });
     expect(stdout).toContain('> What is the weather in Paris and Oslo?');

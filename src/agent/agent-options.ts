@@ -5,7 +5,7 @@
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { threadIdProblem } from '../checkpoint/check-arguments.js';
 import { HOOK_NAMES, type AgentHooks, type Middleware } from '../middleware/types.js';
-import type { AgentEvent } from '../types/agent-events.js';
+import type { AgentEvent, ParentRun } from '../types/agent-events.js';
 import { ConfigurationError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
@@ -45,6 +45,11 @@ export interface RunOptions {
   readonly signal?: AbortSignal | undefined;
   /** Cancels the run this many milliseconds after it starts (overrides the agent's `deadlineMs`). */
   readonly deadlineMs?: number | undefined;
+  /**
+   * The tool call that starts this run, for a nested run (a sub-agent's; `agentTool` sets it): named on `agent_start`,
+   * and the run's depth (`ToolExecuteContext.run.depth`) is the parent's plus one.
+   */
+  readonly parent?: ParentRun | undefined;
 }
 
 /** Throws a {@link ConfigurationError} naming the first invalid option. */

@@ -15,7 +15,7 @@ import type { EventHub } from './event-hub.js';
 import type { MessageQueues } from './message-queues.js';
 import type { ResumeBatch } from './resume-batch.js';
 import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
-import { addUsage, EMPTY_USAGE } from '../types/usage.js';
+import { usageOf } from '../types/usage-of.js';
 
 /** What opens a run: its prompts, and a suspended batch to finish first. */
 export interface RunInput {
@@ -109,6 +109,16 @@ export class AgentRuns {
     if (options?.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
       throw new InvalidInputError('deadlineMs must be a positive number of milliseconds');
     }
+    const parent = options?.parent;
+    if (
+      parent !== undefined &&
+      (typeof parent?.runId !== 'string' ||
+        typeof parent.toolCallId !== 'string' ||
+        !Number.isInteger(parent.depth) ||
+        parent.depth < 0)
+    ) {
+      throw new InvalidInputError('parent must be { runId, toolCallId, depth } with a depth of 0 or more');
+    }
     const { store, events, session } = this.agent;
     const controller = new AbortController();
     const external = options?.signal;
@@ -193,9 +203,7 @@ export class AgentRuns {
           // The run's own end never got through (a failed write stopped it): end it here, with what was stored.
           run.ended = true;
           if (this.current === run) this.end();
-          let usage = EMPTY_USAGE;
-          for (const message of stored) if (message.role === 'assistant') usage = addUsage(usage, message.usage);
-          deliver({ type: 'agent_end', runId, messages: stored.slice(), outcome: 'failed', usage });
+          deliver({ type: 'agent_end', runId, messages: stored.slice(), outcome: 'failed', usage: usageOf(stored) });
         }
         run.settle();
         run.subscriber?.error(error);
@@ -268,6 +276,7 @@ export class AgentRuns {
       toolChoice: agentOptions.toolChoice,
       threadId: agentOptions.threadId,
       deadlineMs: options?.deadlineMs ?? agentOptions.deadlineMs,
+      parent: options?.parent,
       getSteeringMessages: () => queues.takeSteering(),
       getFollowUpMessages: () => queues.takeFollowUps(),
       state: store.hookState,

@@ -177,6 +177,8 @@ export function* afterToolCall(
       ...(details !== undefined ? { details } : {}),
       ...(isError ? { isError } : {}),
       ...(terminate !== undefined ? { terminate } : {}),
+      // What the call spent stays counted, whatever the hook says of its result.
+      ...(result.usage !== undefined ? { usage: result.usage } : {}),
     },
     isError,
     // A denial or an abort stays what it was; a result the hook turned into an error (or back) is `error` (or `ok`).

@@ -6,7 +6,7 @@ import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import type { HookSink } from '../middleware/hook-sink.js';
 import type { ComposedHooks, RunEndContext } from '../middleware/types.js';
-import type { AgentEvent, RunOutcome } from '../types/agent-events.js';
+import type { AgentEvent, ParentRun, RunOutcome } from '../types/agent-events.js';
 import { stateFromStored } from '../types/apply-patch.js';
 import type { ApprovalRequest } from '../types/approval.js';
 import { isHookDecision } from '../types/decision.js';
@@ -15,7 +15,7 @@ import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { HookState } from '../types/state.js';
-import { addUsage, EMPTY_USAGE } from '../types/usage.js';
+import { usageOf } from '../types/usage-of.js';
 import { drive, type Op } from './drive.js';
 import { resumeBatch, type ResumeBatch } from './resume-batch.js';
 import { callHook, hookContext, RunStopped, runSink, type RunState } from './run-state.js';
@@ -46,6 +46,8 @@ export interface RunAgentLoopOptions extends RunSettings {
   /** Aborting it cancels the run the way `abort()` does (the run still emits its closing events). */
   readonly signal?: AbortSignal | undefined;
   readonly runId?: string | undefined;
+  /** The tool call that starts this run, for a nested run (a sub-agent's): named on `agent_start`, sets the depth. */
+  readonly parent?: ParentRun | undefined;
   /**
    * The run state before this run (as the last run left it; see `state_patched`). Without it the run starts from
    * `extra` as its values.
@@ -150,8 +152,15 @@ function startLoop(
   }
 
   const tools = options.tools ?? [];
+  const runId = options.runId ?? `run_${Date.now().toString(36)}_${(++runCounter).toString(36)}`;
   const run: RunState = {
-    runId: options.runId ?? `run_${Date.now().toString(36)}_${(++runCounter).toString(36)}`,
+    runId,
+    parent: options.parent,
+    info: {
+      runId,
+      threadId: options.threadId,
+      depth: options.parent === undefined ? 0 : options.parent.depth + 1,
+    },
     provider: options.provider,
     model: options.model,
     systemPrompt: options.systemPrompt ?? '',
@@ -224,7 +233,11 @@ function externalReason(signal: AbortSignal): unknown {
 
 /** The run: `onRunStart`, a resumed batch if any, turns until nothing is left to do, `onRunEnd`, then `agent_end`. */
 function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch | undefined): Op<void> {
-  run.emit({ type: 'agent_start', runId: run.runId });
+  run.emit(
+    run.parent === undefined
+      ? { type: 'agent_start', runId: run.runId }
+      : { type: 'agent_start', runId: run.runId, parent: run.parent },
+  );
   let failure: unknown;
   let hasFailure = false;
   let pendingRequests: readonly ApprovalRequest[] | undefined;
@@ -292,8 +305,7 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
       run.outcome = 'failed';
     }
   }
-  let usage = EMPTY_USAGE;
-  for (const message of run.newMessages) if (message.role === 'assistant') usage = addUsage(usage, message.usage);
+  const usage = usageOf(run.newMessages);
   run.emit({
     type: 'agent_end',
     runId: run.runId,

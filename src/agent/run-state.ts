@@ -8,7 +8,7 @@ import { hashInput } from '../middleware/hash-input.js';
 import type { HookContext } from '../middleware/hook-context.js';
 import { HOOK_SINK, type HookSink } from '../middleware/hook-sink.js';
 import type { ComposedHooks, HookResult } from '../middleware/types.js';
-import type { AgentEvent, RunOutcome } from '../types/agent-events.js';
+import type { AgentEvent, ParentRun, RunOutcome } from '../types/agent-events.js';
 import { applyPatch, patchedKeys } from '../types/apply-patch.js';
 import type { ApprovalRequest } from '../types/approval.js';
 import type { ToolCall } from '../types/content.js';
@@ -17,7 +17,7 @@ import type { AssistantMessage, Message, ToolCallOutcome, ToolResultMessage } fr
 import type { HookState, StatePatch } from '../types/state.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
-import type { AgentToolResult, AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
+import type { AgentToolResult, AnyAgentTool, ToolExecutionMode, ToolRunInfo } from '../types/tool.js';
 import { EMPTY_USAGE } from '../types/usage.js';
 import { isObservable } from 'rxjs';
 import { isPromiseLike } from '../types/is-promise-like.js';
@@ -71,6 +71,10 @@ export interface TurnState {
 /** Everything a run's steps share. Built once per run. */
 export interface RunState {
   readonly runId: string;
+  /** The tool call that started this run, for a nested run. */
+  readonly parent: ParentRun | undefined;
+  /** What tools are told of the run (`ToolExecuteContext.run`): one object per run. */
+  readonly info: ToolRunInfo;
   readonly provider: Provider;
   readonly model: Model;
   readonly systemPrompt: string;
@@ -253,6 +257,20 @@ export function errorResult(text: string): AgentToolResult {
 export function toolResultMessage(call: ToolCall, callOutcome: CallOutcome): ToolResultMessage {
   const { result, isError, outcome } = callOutcome;
   const timestamp = Date.now();
+  if (result.usage !== undefined) {
+    // Rare (a sub-agent): a message of the general shape, with only the fields that are set.
+    return {
+      role: 'toolResult',
+      toolCallId: call.id,
+      toolName: call.name,
+      content: result.content,
+      ...(result.details === undefined ? {} : { details: result.details }),
+      isError,
+      outcome,
+      usage: result.usage,
+      timestamp,
+    };
+  }
   // `details` is present only when the tool gave some, so the stored JSON carries no empty field.
   return result.details === undefined
     ? {

@@ -28,7 +28,7 @@ export function* runTool(
   signal: AbortSignal,
 ): Op<CallOutcome & ToolOutcome> {
   try {
-    let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall });
+    let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall, run: run.info });
     if (isObservable(raw)) raw = yield wait(withUpdates(raw, onUpdate), NO_RESULT);
     else if (isPromiseLike(raw)) raw = yield wait(raw, NO_RESULT);
     return normalizeResult(toolCall.name, raw);

@@ -13,8 +13,11 @@ import { FauxProvider, fauxMessage, fauxToolCall } from '../testing/index.js';
 import { traceCommand } from './trace-command.js';
 
 const HELP = `Usage: cubepi [prompt] [options]
+       cubepi mcp [options]
 
-Runs an agent and streams its answer, its tool calls and a summary.
+Runs an agent and streams its answer, its tool calls and a summary. \`cubepi mcp\` serves the same agent as an MCP
+server over stdin/stdout instead (a tool \`ask_agent\` taking a prompt, and its \`weather\` tool; needs
+@modelcontextprotocol/sdk), for Claude Desktop, Cursor or another cubepi.
 
 Options:
   --provider <p> anthropic | openai | openai-responses: a real model through its official SDK (the key from
@@ -119,18 +122,14 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`cubepi: --delay must be a number of milliseconds, got ${values.delay}\n`);
     return 2;
   }
+  if (positionals[0] === 'mcp') return serve(values.provider, values.model, delayMs);
   const prompt = positionals.join(' ') || 'What is the weather in Paris and Oslo?';
   const chosen = await chooseProvider(values.provider, values.model, delayMs);
   if (typeof chosen === 'string') {
     process.stderr.write(`cubepi: ${chosen}\n`);
     return 2;
   }
-  const agent = new Agent({
-    provider: chosen.provider,
-    model: chosen.model,
-    systemPrompt: 'You are a concise weather assistant.',
-    tools: [weather],
-  });
+  const agent = exampleAgent(chosen);
 
   // Cold until subscribed; share() lets the views below watch one run (each subscription would otherwise start one).
   const run$ = agent.prompt$(prompt).pipe(share());
@@ -177,6 +176,48 @@ async function main(argv: readonly string[]): Promise<number> {
     const tokens = assistants.reduce((sum, m) => sum + (m.role === 'assistant' ? m.usage.totalTokens : 0), 0);
     out.write(`\n\n[${messages.length} messages, ${assistants.length} model calls, ~${tokens} tokens]\n`);
   }
+}
+
+function exampleAgent(chosen: { provider: Provider; model: string }): Agent {
+  return new Agent({
+    provider: chosen.provider,
+    model: chosen.model,
+    systemPrompt: 'You are a concise weather assistant.',
+    tools: [weather],
+  });
+}
+
+/**
+ * `cubepi mcp`: the example agent served over stdio until the client leaves, a fresh agent (and, offline, a fresh
+ * scripted model) per call. stdout carries the protocol only. The MCP SDK is loaded here, and only here.
+ */
+async function serve(providerName: string | undefined, model: string | undefined, delayMs: number): Promise<number> {
+  const chosen = await chooseProvider(providerName, model, delayMs);
+  if (typeof chosen === 'string') {
+    process.stderr.write(`cubepi: ${chosen}\n`);
+    return 2;
+  }
+  const { serveMcp } = await import('../mcp/index.js');
+  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  // Offline, each call needs its own scripted model (a FauxProvider's script is used up by one run).
+  const agentFor = () =>
+    providerName === undefined ? exampleAgent({ ...chosen, provider: offlineProvider(delayMs) }) : exampleAgent(chosen);
+  return new Promise<number>((resolve) => {
+    const subscription = serveMcp(agentFor, new StdioServerTransport(), {
+      name: 'cubepi',
+      toolDescription: 'Asks a weather assistant; answers with its reply',
+      tools: [weather],
+    }).subscribe({
+      error: (error: unknown) => {
+        process.stderr.write(`cubepi mcp: ${error instanceof Error ? error.message : String(error)}\n`);
+        resolve(1);
+      },
+      complete: () => resolve(0),
+    });
+    // The client closing stdin ends the server; so does Ctrl-C.
+    process.stdin.once('end', () => (subscription.unsubscribe(), resolve(0)));
+    process.once('SIGINT', () => (subscription.unsubscribe(), resolve(0)));
+  });
 }
 
 // A closed pipe (`cubepi --events | head`) is the reader leaving, not an error.

@@ -3,6 +3,7 @@
  * @module
  */
 import { ConfigurationError } from '../types/errors.js';
+import { usageOf } from '../types/usage-of.js';
 import type { Middleware, TurnEndContext } from './types.js';
 
 /** Options of {@link BudgetCap}: at least one bound. */
@@ -16,8 +17,8 @@ export interface BudgetCapOptions {
 
 /**
  * `shouldStopAfterTurn`: ends the run once the usage of its model calls so far reaches a bound (dollars, tokens, or
- * both). It sums the usage the providers reported for this run's assistant messages, so it stops *after* the turn
- * that crossed the bound.
+ * both). It sums the usage the providers reported for this run's assistant messages, and the `usage` its tool results
+ * carry (a sub-agent's model calls: see `agentTool`), so it stops *after* the turn that crossed the bound.
  *
  * @example
  * new Agent({ provider, model, middleware: [new BudgetCap({ usd: 0.5 })] });
@@ -43,13 +44,9 @@ export class BudgetCap implements Middleware {
   }
 
   shouldStopAfterTurn(ctx: TurnEndContext): boolean {
-    let usd = 0;
-    let tokens = 0;
-    for (const message of ctx.newMessages) {
-      if (message.role !== 'assistant') continue;
-      usd += message.usage.cost.total;
-      tokens += message.usage.totalTokens;
-    }
+    const usage = usageOf(ctx.newMessages);
+    const usd = usage.cost.total;
+    const tokens = usage.totalTokens;
     return (this.usd !== undefined && usd >= this.usd) || (this.tokens !== undefined && tokens >= this.tokens);
   }
 }

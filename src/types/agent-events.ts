@@ -9,10 +9,22 @@ import type { StreamEvent } from './stream-events.js';
 import type { AgentToolResult } from './tool.js';
 import type { Usage } from './usage.js';
 
-/** A run started. */
+/**
+ * The tool call that started a run (a sub-agent's run, see `agentTool`): the parent run, its thread, the call, and the
+ * parent run's nesting depth (the child's is one more).
+ */
+export interface ParentRun {
+  readonly runId: string;
+  readonly toolCallId: string;
+  readonly threadId?: string | undefined;
+  readonly depth: number;
+}
+
+/** A run started; `parent` names the tool call that started it, for a nested run (a sub-agent's). */
 export interface AgentStartEvent {
   readonly type: 'agent_start';
   readonly runId: string;
+  readonly parent?: ParentRun;
 }
 
 /**

@@ -9,15 +9,15 @@ const MAX_LISTED = 3;
 /**
  * Why `result` is not a valid `AgentToolResult`, or `undefined` when it is one: `content` an array of text
  * blocks (`{ type: 'text', text: string }`) and image blocks (`{ type: 'image', data: string, mimeType: string }`),
- * `isError` and `terminate` booleans when present, and `details` serialisable as JSON (no cycle, no BigInt), since it
- * is stored with the thread.
+ * `isError` and `terminate` booleans when present, `usage` a usage (finite non-negative counts and costs) when present,
+ * and `details` serialisable as JSON (no cycle, no BigInt), since it is stored with the thread.
  *
  * Run on every tool's result, so a malformed one becomes an error result that says what was wrong instead of a
  * message that breaks every later request on the thread.
  */
 export function toolResultProblem(result: unknown): string | undefined {
   if (typeof result !== 'object' || result === null) return `expected an object, got ${describe(result)}`;
-  const { content, isError, terminate, details } = result as Record<string, unknown>;
+  const { content, isError, terminate, details, usage } = result as Record<string, unknown>;
   if (!Array.isArray(content)) return `content must be an array of text and image blocks, got ${describe(content)}`;
   const problems: string[] = [];
   let count = 0;
@@ -33,6 +33,10 @@ export function toolResultProblem(result: unknown): string | undefined {
   if (terminate !== undefined && typeof terminate !== 'boolean') {
     problems.push(`terminate must be a boolean, got ${describe(terminate)}`);
   }
+  if (usage !== undefined) {
+    const problem = usageProblem(usage);
+    if (problem !== undefined) problems.push(`usage ${problem}`);
+  }
   if (details !== undefined) {
     try {
       JSON.stringify(details);
@@ -41,6 +45,23 @@ export function toolResultProblem(result: unknown): string | undefined {
     }
   }
   return problems.length === 0 ? undefined : problems.join('; ');
+}
+
+const USAGE_COUNTS = ['input', 'output', 'cacheRead', 'cacheWrite', 'reasoning', 'totalTokens'] as const;
+const USAGE_COSTS = ['input', 'output', 'cacheRead', 'cacheWrite', 'total'] as const;
+
+function usageProblem(usage: unknown): string | undefined {
+  if (typeof usage !== 'object' || usage === null) return `must be a Usage object, got ${describe(usage)}`;
+  const record = usage as Record<string, unknown>;
+  for (const key of USAGE_COUNTS) if (!isAmount(record[key])) return `.${key} must be a non-negative number`;
+  const cost = record.cost as Record<string, unknown> | null | undefined;
+  if (typeof cost !== 'object' || cost === null) return '.cost must be an object';
+  for (const key of USAGE_COSTS) if (!isAmount(cost[key])) return `.cost.${key} must be a non-negative number`;
+  return undefined;
+}
+
+function isAmount(value: unknown): boolean {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0;
 }
 
 function blockProblem(block: unknown): string | undefined {

@@ -77,6 +77,11 @@ export interface ToolResultMessage<TDetails = unknown> {
    * before 0.2.0, where `isError` tells `ok` from `error`.
    */
   readonly outcome?: ToolCallOutcome;
+  /**
+   * What the tool spent on model calls of its own (a sub-agent's run, see `agentTool`), when it says so: counted in
+   * the run's `agent_end.usage` and by `BudgetCap`. Absent for ordinary tools.
+   */
+  readonly usage?: Usage;
   readonly timestamp: number;
   readonly metadata?: MessageMetadata;
 }

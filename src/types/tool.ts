@@ -6,6 +6,7 @@ import type { Observable } from 'rxjs';
 import type { z } from 'zod';
 import type { ToolCall, ToolResultContent } from './content.js';
 import type { ToolDefinition } from './provider.js';
+import type { Usage } from './usage.js';
 
 /**
  * What a tool returns. `content` goes to the model; `details` stays with the host (UI, logs). `isError: true` tells
@@ -17,10 +18,27 @@ export interface AgentToolResult<TDetails = unknown> {
   readonly details?: TDetails | undefined;
   readonly isError?: boolean | undefined;
   readonly terminate?: boolean | undefined;
+  /**
+   * What this call spent on model calls of its own (a sub-agent's run): stored on the result message and added to the
+   * run's usage (`agent_end.usage`, `BudgetCap`). An `afterToolCall` answer cannot change it.
+   */
+  readonly usage?: Usage | undefined;
+}
+
+/**
+ * The run a tool call belongs to, for tools that start runs of their own (a sub-agent, see `agentTool`): its id, its
+ * thread, and how deeply it is nested (0 for a run nobody started from a tool).
+ */
+export interface ToolRunInfo {
+  readonly runId: string;
+  readonly threadId: string | undefined;
+  readonly depth: number;
 }
 
 /** The third argument of {@link AgentTool.execute}. */
 export interface ToolExecuteContext<TDetails = unknown> {
+  /** The run making the call. */
+  readonly run: ToolRunInfo;
   /** Aborts when the run is cancelled (or the tool's timeout passes). A long tool should stop when it fires. */
   readonly signal: AbortSignal;
   /** Reports progress: each call becomes a `tool_execution_update` event. Calls after the tool settled are ignored. */

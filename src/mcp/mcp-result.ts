@@ -1,0 +1,116 @@
+/**
+ * An MCP tool result as a cubepi tool result, bounded.
+ * @module
+ */
+import type { ToolResultContent } from '../types/content.js';
+import type { AgentToolResult } from '../types/tool.js';
+
+/** The bounds a result is held to (see `McpToolsOptions`). */
+export interface ResultLimits {
+  /** Characters of text, all blocks together (structured content included). */
+  readonly maxResultChars: number;
+  /** Base64 characters of one image. */
+  readonly maxImageChars: number;
+}
+
+/** What an MCP tool result's `details` carries. */
+export interface McpToolDetails {
+  /** The server, as named by `McpToolsOptions.name` or its own `serverInfo`. */
+  readonly server: string;
+  /** The tool's name on the server. */
+  readonly tool: string;
+  /** The result's `structuredContent`, when it had some and it fits the bounds. */
+  readonly structuredContent?: Record<string, unknown>;
+  /** Present when something was cut or left out to respect the bounds. */
+  readonly truncated?: true;
+}
+
+/**
+ * Maps a `tools/call` result: text blocks stay text, images stay images, audio and binary resources become a line
+ * saying what was left out, embedded text resources become text headed by their URI, resource links a line with the
+ * URI. `isError` carries over. `structuredContent` goes to `details` (and, when the result has no content, to the
+ * model as JSON text). Text beyond `maxResultChars` (all blocks together) is cut with a note saying how much; an image
+ * larger than `maxImageChars` is replaced by a note. The result is data: nothing in it is interpreted.
+ */
+export function mapCallResult(
+  raw: unknown,
+  server: string,
+  tool: string,
+  limits: ResultLimits,
+): AgentToolResult<McpToolDetails> {
+  const result = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  const blocks = Array.isArray(result.content) ? (result.content as unknown[]) : [];
+  const content: ToolResultContent[] = [];
+  let budget = limits.maxResultChars;
+  let truncated = false;
+  const addText = (text: string) => {
+    if (budget <= 0) {
+      truncated = true;
+      return;
+    }
+    if (text.length > budget) {
+      content.push({
+        type: 'text',
+        text: `${text.slice(0, budget)}\n[… ${text.length - budget} more characters cut: the result was too large]`,
+      });
+      budget = 0;
+      truncated = true;
+      return;
+    }
+    content.push({ type: 'text', text });
+    budget -= text.length;
+  };
+  for (const block of blocks) {
+    const item = (typeof block === 'object' && block !== null ? block : {}) as Record<string, unknown>;
+    switch (item.type) {
+      case 'text':
+        addText(stringOr(item.text, ''));
+        break;
+      case 'image': {
+        const data = typeof item.data === 'string' ? item.data : '';
+        const mimeType = typeof item.mimeType === 'string' ? item.mimeType : 'application/octet-stream';
+        if (data.length > limits.maxImageChars) {
+          truncated = true;
+          addText(`[image (${mimeType}, ${data.length} base64 characters) left out: too large]`);
+        } else content.push({ type: 'image', data, mimeType });
+        break;
+      }
+      case 'audio':
+        addText(`[audio (${stringOr(item.mimeType, 'unknown type')}) left out: audio is not passed to the model]`);
+        break;
+      case 'resource': {
+        const resource = (item.resource ?? {}) as Record<string, unknown>;
+        const uri = stringOr(resource.uri, '(no uri)');
+        if (typeof resource.text === 'string') addText(`Resource ${uri}:\n${resource.text}`);
+        else addText(`[resource ${uri} (${stringOr(resource.mimeType, 'binary')}) left out: binary content]`);
+        break;
+      }
+      case 'resource_link':
+        addText(
+          `Resource link: ${stringOr(item.uri, '(no uri)')}${typeof item.name === 'string' ? ` (${item.name})` : ''}`,
+        );
+        break;
+      default:
+        addText(`[content of type ${JSON.stringify(item.type)} left out]`);
+    }
+  }
+  let structuredContent: Record<string, unknown> | undefined;
+  const structured = result.structuredContent;
+  if (typeof structured === 'object' && structured !== null && !Array.isArray(structured)) {
+    const json = JSON.stringify(structured);
+    if (json.length <= limits.maxResultChars) structuredContent = structured as Record<string, unknown>;
+    else truncated = true;
+    if (blocks.length === 0) addText(json);
+  }
+  const details: McpToolDetails = {
+    server,
+    tool,
+    ...(structuredContent !== undefined ? { structuredContent } : {}),
+    ...(truncated ? { truncated: true as const } : {}),
+  };
+  return { content, details, ...(result.isError === true ? { isError: true } : {}) };
+}
+
+function stringOr(value: unknown, fallback: string): string {
+  return typeof value === 'string' ? value : fallback;
+}
