@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   Agent,
+  agentTool,
   defineTool,
   fallback,
   retry,
@@ -522,6 +523,34 @@ describe('a nested agent: a run started inside a tool is a child of its execute_
     await outer.prompt('go');
     expect(tree(spans())).toEqual(expected);
     expect(toolCallContext('anything')).toBeUndefined(); // ended calls are forgotten
+  });
+
+  it('a sub-agent of agentTool (its agent_start names the call) nests by itself: no context manager, no parent option', async () => {
+    const { tracer, spans } = otel();
+    const ask = agentTool({
+      name: 'ask_researcher',
+      description: 'Asks another agent',
+      createAgent: () => {
+        const researcher = new Agent({
+          provider: new FauxProvider({ responses: [fauxMessage('Research says so.')] }),
+          model: 'faux',
+        });
+        traceAgent(researcher, { tracer, agentName: 'researcher' });
+        return researcher;
+      },
+    });
+    const outer = new Agent({
+      provider: new FauxProvider({
+        responses: [fauxMessage([fauxToolCall('ask_researcher', { prompt: 'why?' })]), fauxMessage('Because.')],
+      }),
+      model: 'faux',
+      tools: [ask],
+    });
+    traceAgent(outer, { tracer, agentName: 'outer' });
+    await outer.prompt('go');
+    const all = spans();
+    expect(tree(all)).toEqual(expected);
+    expect(new Set(all.map((s) => s.spanContext().traceId)).size).toBe(1);
   });
 
   it('without either, the nested run is a trace of its own', async () => {

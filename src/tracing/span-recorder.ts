@@ -34,7 +34,7 @@ import {
   usageAttributes,
 } from './gen-ai-attributes.js';
 import { createInstruments, type GenAiInstruments } from './gen-ai-metrics.js';
-import { closeToolCall, openToolCall } from './tool-call-context.js';
+import { closeToolCall, openToolCall, toolCallContext } from './tool-call-context.js';
 import type { ContentRedactor, TracingOptions } from './tracing-options.js';
 import { CUBEPI_VERSION } from './version.js';
 
@@ -143,7 +143,7 @@ export class SpanRecorder {
   }
 
   private handle(event: Exclude<AgentEvent, { type: 'message_update' }>): void {
-    if (event.type === 'agent_start') return this.startRun(event.runId);
+    if (event.type === 'agent_start') return this.startRun(event.runId, event.parent?.toolCallId);
     const run = this.runs.get(event.runId);
     if (run === undefined) return; // a run that started before the tracer was attached
     switch (event.type) {
@@ -221,8 +221,13 @@ export class SpanRecorder {
     }
   }
 
-  private startRun(runId: string): void {
-    const parent = this.parent ?? context.active();
+  private startRun(runId: string, parentToolCallId: string | undefined): void {
+    // A run started by a tool call that says so (`agent_start.parent`, as `agentTool` does) is a child of that call's
+    // span when the call is traced: no context manager and no `parent` option needed.
+    const parent =
+      this.parent ??
+      (parentToolCallId === undefined ? undefined : toolCallContext(parentToolCallId)) ??
+      context.active();
     const attributes: Attributes = { [ATTR.operationName]: 'invoke_agent', [ATTR.runId]: runId };
     if (this.agentName !== undefined) attributes[ATTR.agentName] = this.agentName;
     if (this.threadId !== undefined) {
