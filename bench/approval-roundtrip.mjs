@@ -26,6 +26,7 @@ import path, { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { pgConfig } from './common.mjs';
 import { Agent, ToolGuard, defineTool } from 'cubepi';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
@@ -227,20 +228,13 @@ async function runSQLite(n, warmup) {
   }
 }
 
-const pgConfig = {
-  host: process.env.PGHOST || '127.0.0.1',
-  port: Number(process.env.PGPORT || 5432),
-  user: process.env.PGUSER || 'root',
-  database: process.env.PGDATABASE || 'test',
-  ...(process.env.PGPASSWORD ? { password: process.env.PGPASSWORD } : {}),
-};
 let postgresInfo;
 
 async function runPostgres(n, warmup) {
   const schema = `cubepi_bench_approval_${process.pid}`;
-  const admin = new pg.Pool({ ...pgConfig, max: 1 });
-  const poolA = new pg.Pool({ ...pgConfig, max: 2 });
-  const poolB = new pg.Pool({ ...pgConfig, max: 2 });
+  const admin = new pg.Pool({ ...pgConfig(), max: 1 });
+  const poolA = new pg.Pool({ ...pgConfig(), max: 2 });
+  const poolB = new pg.Pool({ ...pgConfig(), max: 2 });
   try {
     const settings = await admin.query(
       `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,

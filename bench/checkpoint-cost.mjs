@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { pgConfig } from './common.mjs';
 import { from, lastValueFrom } from 'rxjs';
 import { canonicalJson, EMPTY_USAGE } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
@@ -224,17 +225,10 @@ function runSQLite(synchronous, sizes, turns) {
   );
 }
 
-const pgConfig = {
-  host: process.env.PGHOST || '127.0.0.1',
-  port: Number(process.env.PGPORT || 5432),
-  user: process.env.PGUSER || 'root',
-  database: process.env.PGDATABASE || 'test',
-  ...(process.env.PGPASSWORD ? { password: process.env.PGPASSWORD } : {}),
-};
 let postgresInfo;
 
 async function runPostgres(sizes, turns) {
-  const admin = new pg.Pool({ ...pgConfig, max: 1 });
+  const admin = new pg.Pool({ ...pgConfig(), max: 1 });
   try {
     const settings = await admin.query(
       `SELECT current_setting('server_version') AS version, current_setting('fsync') AS fsync,
@@ -247,7 +241,7 @@ async function runPostgres(sizes, turns) {
       async (H, path) => {
         const schema = `cubepi_bench_${process.pid}_${H}_${path}`;
         await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        const pool = new pg.Pool({ ...pgConfig, max: 2 });
+        const pool = new pg.Pool({ ...pgConfig(), max: 2 });
         return {
           checkpointer: new PostgresCheckpointer(pool, { schema }),
           // Full-page images after a checkpoint would otherwise land in the first turns.

@@ -7,6 +7,15 @@ export const nsToMs = (ns) => Number(ns) / 1e6;
 export const nsToUs = (ns) => Number(ns) / 1e3;
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** The PostgreSQL the benchmarks use: the PG* variables, else 127.0.0.1:5432, user root, database test. */
+export const pgConfig = () => ({
+  host: process.env.PGHOST || "127.0.0.1",
+  port: Number(process.env.PGPORT || 5432),
+  user: process.env.PGUSER || "root",
+  database: process.env.PGDATABASE || "test",
+  ...(process.env.PGPASSWORD ? { password: process.env.PGPASSWORD } : {}),
+});
+
 export function median(xs) {
   if (!xs.length) return NaN;
   const s = [...xs].sort((a, b) => a - b);

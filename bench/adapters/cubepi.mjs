@@ -26,7 +26,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Observable } from "rxjs";
 import { Agent, MemoryCheckpointer, MessageAssembler, defineTool, EMPTY_USAGE } from "cubepi";
 import { FauxProvider, fauxMessage, fauxToolCall } from "cubepi/testing";
-import { markTool, now, sleep, startTicker, SRC, PACERS, seedGroup, readIo, fileSize } from "../common.mjs";
+import { markTool, now, sleep, startTicker, SRC, PACERS, seedGroup, readIo, fileSize, pgConfig } from "../common.mjs";
 
 export const name = "cubepi";
 export const variants = {
@@ -242,13 +242,7 @@ function seedMessages(H) {
   return out.slice(0, H);
 }
 
-export const pgConfig = () => ({
-  host: process.env.PGHOST || "127.0.0.1",
-  port: Number(process.env.PGPORT || 5432),
-  user: process.env.PGUSER || "root",
-  database: process.env.PGDATABASE || "test",
-  ...(process.env.PGPASSWORD ? { password: process.env.PGPASSWORD } : {}),
-});
+export { pgConfig };
 
 /**
  * A store for W3: the checkpointer plus the harness's probes, read OUTSIDE the timed/wchar window.
