@@ -232,10 +232,10 @@ function layer<TRequest, TValue, TContext>(
           inputHash: hashInput(describeInput(kind, request)),
           cause,
         });
-  // The wrapper is called at subscription. What it returns is subscribed with the caller's subscriber, through `tap`
-  // (only for "once": completing without calling `next` is an error) and `catchError` (a failure becomes a HookError
-  // naming this layer): two operator subscribers per layer on every event of the call, and on every call no more
-  // than that (the completion check used to be a `concatWith`, whose merge machinery was set up on every call: see
+  // The wrapper is called at subscription. What it returns is subscribed through `tap` (only for "once": completing
+  // without calling `next` is an error) and one observer of our own (a decision converted, a failure made a HookError
+  // naming this layer): at most two subscribers per layer on every event of the call, and on every call no more than
+  // that (the completion check used to be a `concatWith`, whose merge machinery was set up on every call: see
   // "Wrapper cost" in bench/RESULTS.md).
   return new Observable<TValue>((subscriber) => {
     let calls = 0;
@@ -259,7 +259,7 @@ function layer<TRequest, TValue, TContext>(
       wrapper.nextCalls === 'once'
         ? (output as Observable<TValue>).pipe(
             tap({
-              // Thrown in `tap`, an error is sent on as the stream's error (then named by catchError below).
+              // Thrown in `tap`, an error is sent on as the stream's error (then named by the error handler below).
               complete: () => {
                 if (calls === 0) throw new Error('completed without calling next but declares nextCalls "once"');
               },
