@@ -9,8 +9,9 @@ import type { Message } from '../src/types/messages.js';
  * rewrite it).
  *
  * Each emission is a new frozen array; a message that did not change is the same object as in the previous emission
- * (structural sharing), so a keyed list re-renders only what changed. Emits `initial` first, then after each
- * `message_start`, `message_update` and `message_end`; other events emit nothing. Runs interleaved in one stream
+ * (structural sharing), so a keyed list re-renders only what changed. Emits `initial` first, then whenever the list
+ * changes: at each `message_start`, and at a `message_update` or `message_end` that brings another message object
+ * (a user message's end, the same object as its start, emits nothing); other events emit nothing. Runs interleaved in one stream
  * (several agents merged) are told apart by `runId`. Errors and completion pass through.
  *
  * ```
