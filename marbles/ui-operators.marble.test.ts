@@ -198,9 +198,10 @@ describe('toolActivity', () => {
     });
   });
 
-  it("a held call waits (awaiting_approval) past its run's end; the resumed run's start replaces it", () => {
+  it("a held call (started, then held) waits past its run's end; the resumed run's start replaces it", () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold<AgentEvent>('-q-E-s-|', {
+      const source = cold<AgentEvent>('-b-q-E-s-|', {
+        b: { type: 'tool_execution_start', runId: 'r1', toolCallId: 'c1', toolName: 'pay', args: { amount: 5 } },
         q: {
           type: 'approval_requested',
           runId: 'r1',
@@ -221,8 +222,9 @@ describe('toolActivity', () => {
         status: 'awaiting_approval',
         approval: { requestId: 'r1:c1', reason: 'needs approval' },
       };
-      expectObservable(source.pipe(toolActivity())).toBe('nq---s-|', {
+      expectObservable(source.pipe(toolActivity())).toBe('nb-q---s-|', {
         n: [],
+        b: [{ runId: 'r1', toolCallId: 'c1', toolName: 'pay', args: { amount: 5 }, status: 'running' }],
         q: [waiting],
         s: [{ runId: 'r2', toolCallId: 'c1', toolName: 'pay', args: { amount: 5 }, status: 'running' }],
       });

@@ -41,23 +41,25 @@ export function toolActivity(): OperatorFunction<AgentEvent, readonly ToolActivi
       return source.subscribe({
         next: (event) => {
           switch (event.type) {
-            case 'approval_requested':
-              set([
-                ...list,
-                Object.freeze({
-                  runId: event.runId,
-                  toolCallId: event.toolCallId,
-                  toolName: event.toolName,
-                  args: event.args,
-                  status: 'awaiting_approval',
-                  approval: Object.freeze({
-                    requestId: event.requestId,
-                    reason: event.reason,
-                    ...(event.payload === undefined ? {} : { payload: event.payload }),
-                  }),
-                } satisfies ToolActivity),
-              ]);
+            case 'approval_requested': {
+              // The call's tool_execution_start came first: its entry now waits instead of running.
+              const waiting: ToolActivity = Object.freeze({
+                runId: event.runId,
+                toolCallId: event.toolCallId,
+                toolName: event.toolName,
+                args: event.args,
+                status: 'awaiting_approval',
+                approval: Object.freeze({
+                  requestId: event.requestId,
+                  reason: event.reason,
+                  ...(event.payload === undefined ? {} : { payload: event.payload }),
+                }),
+              } satisfies ToolActivity);
+              const started = list.findIndex((a) => a.runId === event.runId && a.toolCallId === event.toolCallId);
+              if (started < 0) set([...list, waiting]);
+              else set(list.map((a, i) => (i === started ? waiting : a)));
               return;
+            }
             case 'tool_execution_start': {
               // A held call being run by the resumed run (another runId) replaces its waiting entry.
               const running: ToolActivity = Object.freeze({

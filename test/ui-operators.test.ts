@@ -2,7 +2,7 @@
 import { Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Agent, defineTool, textOf, type AgentToolResult, type Message } from 'cubepi';
+import { Agent, defineTool, textOf, ToolGuard, type AgentToolResult, type Message } from 'cubepi';
 import { assembleMessages, textDeltas, throttleDeltas, toolActivity, type ToolActivity } from 'cubepi/operators';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 
@@ -51,6 +51,28 @@ describe('UI operators on a real run', () => {
       text: '90%',
     });
     expect(activity.at(-1)).toEqual([]);
+  });
+
+  it('toolActivity on a run suspended for approval: one waiting entry for the held call; answered, it runs and goes', async () => {
+    const agent = new Agent({
+      provider: new FauxProvider({
+        responses: [fauxMessage([fauxToolCall('fetch', { url: 'a' }, { id: 'h1' })]), fauxMessage('ok')],
+      }),
+      model: 'faux',
+      tools: agentWithProgress().state.tools,
+      middleware: [new ToolGuard({ policy: ToolGuard.byName({ ask: ['fetch'] }) })],
+    });
+    const seen: (readonly ToolActivity[])[] = [];
+    const subscription = agent.events$.pipe(toolActivity()).subscribe((calls) => seen.push(calls));
+    await agent.prompt('fetch a');
+    expect(seen.at(-1)!.map((c) => [c.toolCallId, c.status, c.approval?.requestId])).toEqual([
+      ['h1', 'awaiting_approval', agent.pending[0]!.requestId],
+    ]);
+    expect(seen.every((calls) => calls.length <= 1)).toBe(true); // never listed twice
+    await agent.respond(agent.pending[0]!.requestId, { approve: true });
+    subscription.unsubscribe();
+    expect(seen.some((calls) => calls[0]?.status === 'running' && calls[0].progress !== undefined)).toBe(true);
+    expect(seen.at(-1)).toEqual([]);
   });
 
   it('throttleDeltas keeps the streamed text whole, in fewer events', async () => {
