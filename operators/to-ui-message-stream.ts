@@ -64,6 +64,7 @@ export function toUIMessageStream(): OperatorFunction<AgentEvent, UIMessageStrea
   return (source) =>
     new Observable<UIMessageStreamPart>((subscriber) => {
       const runs = new RunTracker();
+      const inputs = new Set<string>(); // tool calls whose input this stream has shown
       const emit = (part: UIMessageStreamPart) => subscriber.next(part);
       return source.subscribe({
         next: (event) => {
@@ -108,6 +109,7 @@ export function toUIMessageStream(): OperatorFunction<AgentEvent, UIMessageStrea
                 case 'toolcall_end': {
                   const call = stream.toolCall;
                   runs.takeArgsStreamed(call.id);
+                  inputs.add(call.id);
                   if (call.invalidArguments !== undefined) {
                     return emit({
                       type: 'tool-input-error',
@@ -131,6 +133,19 @@ export function toUIMessageStream(): OperatorFunction<AgentEvent, UIMessageStrea
             case 'message_end':
               if (event.message.role === 'assistant' && event.message.stopReason === 'error') {
                 emit({ type: 'error', errorText: event.message.errorMessage ?? 'The model call failed' });
+              }
+              return;
+            case 'tool_execution_start':
+              // A call this stream has not shown the input of (a held call run by the resumed run, which is a UI
+              // message of its own): its input first, so its output has a tool part to land in.
+              if (!inputs.has(event.toolCallId)) {
+                inputs.add(event.toolCallId);
+                emit({
+                  type: 'tool-input-available',
+                  toolCallId: event.toolCallId,
+                  toolName: event.toolName,
+                  input: event.args,
+                });
               }
               return;
             case 'approval_requested':

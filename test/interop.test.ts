@@ -116,6 +116,16 @@ describe('toUIMessageStream, read by the ai package', () => {
     expect(held.at(-1)).toEqual({ type: 'finish', finishReason: 'tool-calls' });
     const requested = await readUI(held);
     expect(requested.parts.find((p) => p.type === 'tool-fetch')).toMatchObject({ state: 'approval-requested' });
+    // The resumed run is a UI message of its own: the held call's input, then its output, then the answer.
+    const resumed = await lastValueFrom(
+      asking.respond$(asking.pending[0]!.requestId, { approve: true }).pipe(toUIMessageStream(), toArray()),
+    );
+    const after = await readUI(resumed);
+    expect(after.parts.find((p) => p.type === 'tool-fetch')).toMatchObject({
+      state: 'output-available',
+      input: { url: 'y' },
+    });
+    expect(after.parts.filter((p) => p.type === 'text').map((p) => (p as { text: string }).text)).toEqual(['done']);
   });
 
   it('a cancelled run ends with abort', async () => {
