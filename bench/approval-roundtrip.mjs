@@ -19,14 +19,14 @@
 // schema of its own, dropped after; the first handle has a pool, the new handles of (b) share a second pool (the
 // other process's connections, already open). Never part of `npm test`.
 import { execSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path, { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { pgConfig } from './common.mjs';
+import { pgConfig, writeResultsSection } from './common.mjs';
 import { Agent, ToolGuard, defineTool } from 'cubepi';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
@@ -329,16 +329,6 @@ ${table(results)}
 `;
 }
 
-function writeResults(text) {
-  let current = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '# Benchmark results\n';
-  const start = current.indexOf(HEADING);
-  if (start >= 0) {
-    const next = current.indexOf('\n## ', start + HEADING.length);
-    current = current.slice(0, start) + (next >= 0 ? current.slice(next + 1) : '');
-  }
-  writeFileSync(RESULTS, `${current.trimEnd()}\n\n${text.trimEnd()}\n`);
-}
-
 const load = () =>
   os
     .loadavg()
@@ -361,6 +351,6 @@ facts.loadEnd = load();
 const text = section(results, facts);
 console.log(text);
 if (WRITE) {
-  writeResults(text);
+  writeResultsSection(RESULTS, HEADING, text);
   console.error(`written to ${RESULTS}`);
 }

@@ -13,13 +13,13 @@
 //   --turns N (30)  --sizes 100,1000,10000  --backends sqlite,sqlite-normal,postgres  --no-write (print only)
 // PostgreSQL: the PG* variables (default 127.0.0.1:5432, user root, db test); a schema of its own, dropped after.
 // Never part of `npm test`.
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { pgConfig } from './common.mjs';
+import { pgConfig, writeResultsSection } from './common.mjs';
 import { from, lastValueFrom } from 'rxjs';
 import { canonicalJson, EMPTY_USAGE } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
@@ -334,16 +334,6 @@ turn at H = 100, 1.67 MB at H = 1,000 and 16.9 MB at H = 5,000 (wchar), its time
 `;
 }
 
-function writeResults(text) {
-  let current = existsSync(RESULTS) ? readFileSync(RESULTS, 'utf8') : '# Benchmark results\n';
-  const start = current.indexOf(HEADING);
-  if (start >= 0) {
-    const next = current.indexOf('\n## ', start + HEADING.length);
-    current = current.slice(0, start) + (next >= 0 ? current.slice(next + 1) : '');
-  }
-  writeFileSync(RESULTS, `${current.trimEnd()}\n\n${text.trimEnd()}\n`);
-}
-
 const runs = {
   sqlite: (sizes, turns) => runSQLite('full', sizes, turns),
   'sqlite-normal': (sizes, turns) => runSQLite('normal', sizes, turns),
@@ -360,6 +350,6 @@ for (const backend of BACKENDS) {
 const text = section(results);
 console.log(text);
 if (WRITE) {
-  writeResults(text);
+  writeResultsSection(RESULTS, HEADING, text);
   console.error(`written to ${RESULTS}`);
 }

@@ -7,6 +7,20 @@ export const nsToMs = (ns) => Number(ns) / 1e6;
 export const nsToUs = (ns) => Number(ns) / 1e3;
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Replaces (or appends) the section of RESULTS.md that starts at `heading` (a "## " line) with `text`: what the
+ * hand-run scripts (checkpoint-cost, approval-roundtrip) write, leaving every other section as it is.
+ */
+export function writeResultsSection(file, heading, text) {
+  let current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "# Benchmark results\n";
+  const start = current.indexOf(heading);
+  if (start >= 0) {
+    const next = current.indexOf("\n## ", start + heading.length);
+    current = current.slice(0, start) + (next >= 0 ? current.slice(next + 1) : "");
+  }
+  fs.writeFileSync(file, `${current.trimEnd()}\n\n${text.trimEnd()}\n`);
+}
+
 /** The PostgreSQL the benchmarks use: the PG* variables, else 127.0.0.1:5432, user root, database test. */
 export const pgConfig = () => ({
   host: process.env.PGHOST || "127.0.0.1",
