@@ -1,4 +1,5 @@
 import type { AgentEvent } from '../src/types/agent-events.js';
+import type { AssistantMessage, Message } from '../src/types/messages.js';
 import type { ToolCall } from '../src/types/content.js';
 import type { StreamEvent } from '../src/types/stream-events.js';
 
@@ -47,4 +48,13 @@ export function resultText(content: readonly { readonly type: string; readonly t
     .filter((block) => block.type === 'text')
     .map((block) => block.text ?? '')
     .join('\n');
+}
+
+/** The last assistant message of `messages` (a run's `agent_end.messages`), if any. */
+export function lastAssistant(messages: readonly Message[]): AssistantMessage | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.role === 'assistant') return message;
+  }
+  return undefined;
 }

@@ -1,6 +1,6 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import type { AgentEvent } from '../src/types/agent-events.js';
-import { resultText, RunTracker, toolCallOf } from './interop-ids.js';
+import { lastAssistant, resultText, RunTracker, toolCallOf } from './interop-ids.js';
 
 /**
  * An event of the AG-UI protocol (`@ag-ui/core` 1.x, as used by CopilotKit): the subset {@link toAgUiEvents}
@@ -146,9 +146,7 @@ export function toAgUiEvents(options: ToAgUiOptions = {}): OperatorFunction<Agen
               const interrupts = pending.get(event.runId) ?? [];
               pending.delete(event.runId);
               if (event.outcome === 'failed') {
-                const last = [...event.messages].reverse().find((m) => m.role === 'assistant');
-                const message =
-                  last?.role === 'assistant' && last.errorMessage !== undefined ? last.errorMessage : 'The run failed';
+                const message = lastAssistant(event.messages)?.errorMessage ?? 'The run failed';
                 return emit({ type: 'RUN_ERROR', message });
               }
               const outcome =

@@ -1,7 +1,7 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import type { AgentEvent } from '../src/types/agent-events.js';
 import type { AssistantMessage } from '../src/types/messages.js';
-import { resultText, RunTracker, toolCallOf } from './interop-ids.js';
+import { lastAssistant, resultText, RunTracker, toolCallOf } from './interop-ids.js';
 
 /**
  * A part of the AI SDK's UI message stream protocol (`UIMessageChunk` of the `ai` package, v5 and v6): the subset
@@ -184,13 +184,6 @@ export function toUIMessageStream(): OperatorFunction<AgentEvent, UIMessageStrea
         complete: () => subscriber.complete(),
       });
     });
-}
-
-function lastAssistant(messages: readonly { readonly role: string }[]): AssistantMessage | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    if (messages[i]!.role === 'assistant') return messages[i] as AssistantMessage;
-  }
-  return undefined;
 }
 
 function finishReason(
