@@ -1,9 +1,9 @@
 // UI operators: throttleDeltas (merge deltas, nothing lost or reordered), assembleMessages (the list a chat renders),
 // toolActivity (calls in flight), in virtual time.
-import { asyncScheduler, Observable } from 'rxjs';
+import { asyncScheduler, ignoreElements, Observable, type OperatorFunction } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, EMPTY_USAGE, type AgentEvent, type AssistantMessage, type Message } from 'cubepi';
-import { assembleMessages, throttleDeltas, toolActivity } from 'cubepi/operators';
+import { assembleMessages, throttleDeltas, toAgUiEvents, toolActivity, toUIMessageStream } from 'cubepi/operators';
 import { assistant, testScheduler, user } from './helpers.js';
 
 const snap = (text: string): AssistantMessage => assistant(text);
@@ -235,4 +235,22 @@ describe('toolActivity', () => {
 it('throttleDeltas refuses a bad interval', () => {
   expect(() => throttleDeltas(-1)).toThrow(ConfigurationError);
   expect(() => throttleDeltas(Number.NaN)).toThrow(ConfigurationError);
+});
+
+it.each([
+  ['assembleMessages', () => assembleMessages()],
+  ['toolActivity', () => toolActivity()],
+  ['throttleDeltas', () => throttleDeltas(10)],
+  ['toUIMessageStream', () => toUIMessageStream()],
+  ['toAgUiEvents', () => toAgUiEvents()],
+] as const)('unsubscribing from %s unsubscribes its source at that frame', (_, make) => {
+  testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+    const source = cold<AgentEvent>('-a-b---', {
+      a: { type: 'agent_start', runId: 'r' },
+      b: update('b', 'b'),
+    });
+    const operator = make() as OperatorFunction<AgentEvent, unknown>;
+    expectObservable(source.pipe(operator, ignoreElements()), '^--!').toBe('');
+    expectSubscriptions(source.subscriptions).toBe('^--!');
+  });
 });
