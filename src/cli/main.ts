@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { Agent, defineTool, type Message, type Provider } from '../index.js';
 import { ofType, textDeltas } from '../../operators/index.js';
 import { FauxProvider, fauxMessage, fauxToolCall } from '../testing/index.js';
+import { serveCommand } from './serve-command.js';
 import { traceCommand } from './trace-command.js';
 
 const HELP = `Usage: cubepi [prompt] [options]
@@ -27,7 +28,8 @@ Options:
   --delay <ms>   pause between streamed chunks of the offline model (default 12)
   -h, --help     show this help
 
-cubepi trace list | show ID [--file <path>] reads a local trace file (cubepi trace --help).`;
+cubepi trace list | show ID [--file <path>] reads a local trace file (cubepi trace --help).
+cubepi serve [--port 8787] [--db …] serves a chat page and the agent server (cubepi serve --help).`;
 
 const CITIES: Record<string, { temperature: number; sky: string }> = {
   paris: { temperature: 18, sky: 'light rain' },
@@ -96,6 +98,7 @@ async function chooseProvider(
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === 'serve') return serveCommand(argv.slice(1));
   if (argv[0] === 'trace') {
     return traceCommand(argv.slice(1), {
       out: (text) => void process.stdout.write(text),
