@@ -4,6 +4,7 @@
  * @module
  */
 import { Observable } from 'rxjs';
+import { DeltaDecoder } from '../wire/compact-deltas.js';
 import { parseFrame, type SequencedEvent, type WireFrame } from '../wire/frames.js';
 import { SseParser } from '../wire/sse-parser.js';
 import { AgentServerError, RemoteRunError, StreamBrokenError } from './errors.js';
@@ -76,6 +77,7 @@ export function fromAgentEvents(url: string, options: AgentEventsOptions = {}): 
   const maxAttempts = retry.maxAttempts ?? 8;
   return new Observable<SequencedEvent>((subscriber) => {
     let last = options.after ?? 0;
+    const decoder = new DeltaDecoder();
     let failures = 0;
     let done = false;
     let controller: AbortController | undefined;
@@ -84,8 +86,16 @@ export function fromAgentEvents(url: string, options: AgentEventsOptions = {}): 
       if (done || frame.seq <= last) return;
       last = frame.seq;
       failures = 0;
-      if (frame.kind === 'event') subscriber.next(frame.event);
-      else {
+      if (frame.kind === 'event') {
+        let event: SequencedEvent;
+        try {
+          event = decoder.decode(frame.event);
+        } catch (error) {
+          fail(new StreamBrokenError(`an unreadable frame from ${url}`, { cause: error }));
+          return;
+        }
+        subscriber.next(event);
+      } else {
         done = true;
         controller?.abort();
         if (frame.kind === 'end') subscriber.complete();

@@ -11,6 +11,7 @@ import { ConfigurationError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import { sseRecord } from '../wire/frames.js';
+import { readChatRequest, uiMessageStreamResponse } from './ai-sdk-chat.js';
 import { isAuthorized } from './auth.js';
 import { frameBatches, ResumeGoneError } from './frame-pump.js';
 import { errorResponse, HttpError, json, readJsonBody } from './http.js';
@@ -104,7 +105,12 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const parts = path.split('/').filter((part) => part !== '');
     const segments = parts.map(decodeSegment);
     const method = request.method;
-    if (segments[0] === 'threads') {
+    if (segments[0] === 'chat') {
+      if (segments.length === 1 && method === 'POST') return chat(request);
+      if (segments.length === 3 && segments[2] === 'stream' && method === 'GET') {
+        return resumeChat(checkThread(segments[1]));
+      }
+    } else if (segments[0] === 'threads') {
       if (segments.length === 1 && method === 'GET') return listThreads(url);
       const threadId = checkThread(segments[1]);
       if (segments.length === 2 && method === 'GET') return getThread(threadId);
@@ -128,6 +134,22 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       agent.prompt$(input as string | Message | readonly Message[], runOptions),
     );
     return json(201, { runId, threadId });
+  }
+
+  /** The AI SDK's `DefaultChatTransport` request: the chat id is the thread, the last user message the prompt. */
+  async function chat(request: Request): Promise<Response> {
+    const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
+    const threadId = checkThread(id);
+    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
+    return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
+  }
+
+  /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
+  function resumeChat(threadId: string): Response {
+    const active = registry.activeRun(threadId);
+    if (active === undefined) return new Response(null, { status: 204 });
+    return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
   }
 
   async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
@@ -277,10 +299,10 @@ function decodeSegment(segment: string): string {
   }
 }
 
-function checkThread(threadId: string | undefined): string {
+function checkThread(threadId: unknown): string {
   const problem = threadIdProblem(threadId);
   if (problem !== undefined) throw new HttpError(400, 'invalid_thread_id', problem);
-  return threadId!;
+  return threadId as string;
 }
 
 /** The seq a resume starts after: `Last-Event-ID` or `?after=`, a non-negative integer (0 when absent). */

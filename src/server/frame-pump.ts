@@ -3,13 +3,20 @@
  * terminal frame (or the client leaves, or the server closes). Shared by the SSE and WebSocket transports.
  * @module
  */
-import type { LoggedFrame, RunLog } from './run-log.js';
+import type { WireFrame } from '../wire/frames.js';
+import { fullJson, type LoggedFrame, type RunLog } from './run-log.js';
 
 /** The most frames sent in one write, so a client far behind catches up in bounded chunks. */
 const MAX_BATCH = 512;
 
+/** A frame and the JSON text to send it as, on one connection. */
+export interface SentFrame {
+  readonly frame: WireFrame;
+  readonly json: string;
+}
+
 /** What {@link frameBatches} yields: frames to send, or a heartbeat when nothing happened for a while. */
-export type PumpItem = readonly LoggedFrame[] | 'heartbeat';
+export type PumpItem = readonly SentFrame[] | 'heartbeat';
 
 /**
  * The frames of `log` after seq `after`, in batches, waiting for new ones, until a terminal frame was yielded. Ends
@@ -25,6 +32,18 @@ export async function* frameBatches(
 ): AsyncGenerator<PumpItem> {
   let cursor = after;
   let stop = false;
+  // Whether this connection has sent a frame of the message streaming now: a compact update needs one before it.
+  let based = false;
+  const send = (logged: LoggedFrame): SentFrame => {
+    const { frame } = logged;
+    const json = logged.compact && !based ? fullJson(logged) : logged.json;
+    if (frame.kind === 'event') {
+      const type = frame.event.type;
+      if (type === 'message_update' || type === 'message_start') based = true;
+      else if (type === 'message_end') based = false;
+    }
+    return { frame, json };
+  };
   void stopped.then(() => (stop = true));
   while (!stop && !log.abandoned) {
     const frames = log.after(cursor);
@@ -33,7 +52,7 @@ export async function* frameBatches(
       const batch = frames.length > MAX_BATCH ? frames.slice(0, MAX_BATCH) : frames;
       const last = batch[batch.length - 1]!;
       cursor = last.frame.seq;
-      yield batch;
+      yield batch.map(send);
       if (last.frame.kind !== 'event') return;
       continue;
     }

@@ -3,12 +3,24 @@
  * own pace. Readers never block the run or each other: a slow client only lags behind in the shared log.
  * @module
  */
+import type { AssistantMessage } from '../types/messages.js';
+import { compactUpdate } from '../wire/compact-deltas.js';
 import { frameJson, type WireFrame } from '../wire/frames.js';
 
-/** A frame with its JSON text, encoded once for every client. */
+/**
+ * A frame with its JSON text, encoded once for every client: a delta update whose snapshot grew by its delta alone is
+ * encoded compact (`compact: true`, see `compact-deltas.ts`), and whole in {@link fullJson} for a connection that
+ * starts in the middle of its message.
+ */
 export interface LoggedFrame {
   readonly frame: WireFrame;
   readonly json: string;
+  readonly compact: boolean;
+}
+
+/** The whole JSON of a logged frame (its `json` unless that is compact). */
+export function fullJson(logged: LoggedFrame): string {
+  return logged.compact ? frameJson(logged.frame) : logged.json;
 }
 
 /** Limits of a {@link RunLog}. */
@@ -33,6 +45,8 @@ export class RunLog {
   /** The first seq that may have been dropped from the front (resuming from before it is refused). */
   private droppedThrough = 0;
   private waiters: (() => void)[] = [];
+  /** The latest snapshot of the message streaming in the run (what a compact update grows). */
+  private snapshot: AssistantMessage | undefined;
   private lastSeq = 0;
   /** True once a terminal (`end` or `error`) frame is in the log. */
   ended = false;
@@ -54,9 +68,20 @@ export class RunLog {
   append(frame: WireFrame): void {
     if (this.ended) return;
     this.lastSeq = frame.seq;
-    this.frames.push({ frame, json: frameJson(frame) });
-    if (frame.kind !== 'event') this.ended = true;
-    else if (frame.event.type === 'message_end') this.endedBefore = this.frames.length;
+    if (frame.kind !== 'event') {
+      this.frames.push({ frame, json: frameJson(frame), compact: false });
+      this.ended = true;
+    } else {
+      const event = frame.event;
+      const compact = compactUpdate(event, this.snapshot);
+      this.frames.push({ frame, json: JSON.stringify(compact ?? event), compact: compact !== undefined });
+      if (event.type === 'message_update') this.snapshot = event.message;
+      else if (event.type === 'message_start' && event.message.role === 'assistant') this.snapshot = event.message;
+      else if (event.type === 'message_end') {
+        this.snapshot = undefined;
+        this.endedBefore = this.frames.length;
+      }
+    }
     if (this.frames.length > this.limits.maxFrames) this.compact();
     const waiters = this.waiters;
     if (waiters.length === 0) return;

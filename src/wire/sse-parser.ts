@@ -17,32 +17,34 @@ export interface SseRecord {
  * @internal
  */
 export class SseParser {
-  private buffer = '';
+  /** Pieces of the line not ended yet (kept as pieces: a long line arriving in many chunks is joined once). */
+  private pending: string[] = [];
   private data: string[] = [];
   private event = '';
   private id: string | undefined;
   private pendingCr = false;
 
-  /** Parses `chunk` and returns the records it completed, in order. */
+  /** Parses `chunk` and returns the records it completed, in order. Scans each character once. */
   push(chunk: string): SseRecord[] {
     const records: SseRecord[] = [];
-    let text = chunk;
-    // A CR that ended the previous chunk may be the first half of a CRLF.
-    if (this.pendingCr && text.startsWith('\n')) text = text.slice(1);
-    this.pendingCr = false;
     let start = 0;
-    const all = this.buffer + text;
-    for (let i = this.buffer.length; i < all.length; i++) {
-      const c = all.charCodeAt(i);
+    // A CR that ended the previous chunk may be the first half of a CRLF.
+    if (this.pendingCr && chunk.charCodeAt(0) === 10) start = 1;
+    this.pendingCr = false;
+    for (let i = start; i < chunk.length; i++) {
+      const c = chunk.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
-      this.line(all.slice(start, i), records);
+      const piece = chunk.slice(start, i);
+      const pending = this.pending;
+      this.line(pending.length === 0 ? piece : pending.join('') + piece, records);
+      if (pending.length > 0) this.pending = [];
       if (c === 13) {
-        if (i + 1 === all.length) this.pendingCr = true;
-        else if (all.charCodeAt(i + 1) === 10) i++;
+        if (i + 1 === chunk.length) this.pendingCr = true;
+        else if (chunk.charCodeAt(i + 1) === 10) i++;
       }
       start = i + 1;
     }
-    this.buffer = all.slice(start);
+    if (start < chunk.length) this.pending.push(chunk.slice(start));
     return records;
   }
 

@@ -2,10 +2,12 @@
 // cuts at random points lose and repeat nothing, unsubscribing a started run cancels it on the server (the model's
 // HTTP server sees its socket close), a watcher leaving does not, and bad requests are refused before anything runs.
 import { from, lastValueFrom, take, toArray, type Observable } from 'rxjs';
+import { createConnection } from 'node:net';
 import OpenAI from 'openai';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Agent, ToolGuard, type AgentEvent } from 'cubepi';
+import { FauxProvider, fauxMessage } from 'cubepi/testing';
 import {
   AgentServerError,
   fromAgentEvents,
@@ -212,6 +214,55 @@ async function waitFor(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 2000 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
   expect(condition()).toBe(true);
 }
+
+describe('a new client joining mid-run', () => {
+  it('from any seq, even inside a streaming message, gets exactly the events after it, snapshots whole', async () => {
+    const runId = await postRun();
+    await waitFor(() => served!.server.registry.log(runId)!.ended);
+    const url = runEventsUrl(served!.base, runId);
+    const whole = await collect(fromAgentEvents(url));
+    const updates = whole.filter((e) => e.type === 'message_update').map((e) => e.seq);
+    // Inside the answer's stream of deltas, where the server sends compact updates to a client that has the message.
+    for (const after of [updates[3]!, updates[Math.floor(updates.length / 2)]!, updates.at(-2)!]) {
+      expect(await collect(fromAgentEvents(url, { after }))).toEqual(whole.slice(after));
+    }
+  });
+
+  it('a client that stops reading blocks neither the run nor another client, and still gets everything later', async () => {
+    // ~20 MB on the wire (the answer, then in message_end, turn_end and agent_end): far more than the kernel's socket
+    // buffers hold, so the server's writes to the stalled connection meet back-pressure.
+    const big = 'y'.repeat(5_000_000);
+    served = await serve({
+      agent: () =>
+        new Agent({
+          provider: new FauxProvider({ responses: [fauxMessage(big)], chunkSize: 5000, delayMs: 1 }),
+          model: 'faux',
+        }),
+      flushMs: 0,
+    });
+    const post = await fetch(`${served.base}/threads/t1/runs`, { method: 'POST', body: '{"input":"Hi"}' });
+    const { runId } = (await post.json()) as { runId: string };
+    const url = new URL(runEventsUrl(served.base, runId));
+    const stalled = createConnection({ host: url.hostname, port: Number(url.port) });
+    stalled.pause();
+    stalled.write(`GET ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\n\r\n`);
+    const events = await collect(fromAgentEvents(url.toString()));
+    expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    expect(await textOf(events)).toBe(big);
+    // The stalled client, reading at last, gets the whole stream to its end frame.
+    const tail = await new Promise<string>((resolve, reject) => {
+      let last = '';
+      stalled.on('data', (chunk: Buffer) => {
+        last = (last + chunk.toString('latin1')).slice(-200);
+        if (last.includes('event: end')) resolve(last);
+      });
+      stalled.on('error', reject);
+      stalled.resume();
+    });
+    expect(tail).toContain(`"type":"run_end","runId":"${runId}"`);
+    stalled.destroy();
+  });
+});
 
 describe('cancelling', () => {
   let model: ReplayServer | undefined;
