@@ -271,7 +271,7 @@ export function errorResult(text: string): AgentToolResult {
 export function chargeCall(run: RunState, toolCallId: string, usage: Usage): void {
   const turn = run.turn;
   if (turn !== undefined) {
-    const spent = (turn.spent ??= new Map());
+    const spent = (turn.spent ??= new Map<string, Usage>());
     const before = spent.get(toolCallId);
     spent.set(toolCallId, before === undefined ? usage : addUsage(before, usage));
   }
@@ -279,11 +279,7 @@ export function chargeCall(run: RunState, toolCallId: string, usage: Usage): voi
 }
 
 /** The transcript message for a tool call's outcome; `usage` is what the call spent, when it reported any. */
-export function toolResultMessage(
-  call: ToolCall,
-  callOutcome: CallOutcome,
-  spent?: Usage | undefined,
-): ToolResultMessage {
+export function toolResultMessage(call: ToolCall, callOutcome: CallOutcome, spent?: Usage): ToolResultMessage {
   const { result, isError, outcome } = callOutcome;
   const timestamp = Date.now();
   const usage = result.usage ?? spent;

@@ -59,7 +59,7 @@ describe('syncMcpTools', () => {
         (_messages, _model, { tools }) => (requests.push(tools.map((tool) => tool.name)), fauxMessage('done')),
       ],
     });
-    let agent: Agent;
+    const holder: { agent?: Agent } = {};
     let batchSawTools: readonly string[] = [];
     // Holds the batch until the agent's tools include the server's new one (the refresh landed mid-batch).
     const awaitRefresh = defineTool({
@@ -67,12 +67,14 @@ describe('syncMcpTools', () => {
       description: 'Waits until the agent has the tool "added"',
       parameters: z.object({}),
       execute: async () => {
-        await expect.poll(() => agent.state.tools.map((tool) => tool.name), { timeout: 10_000 }).toContain('added');
-        batchSawTools = agent.state.tools.map((tool) => tool.name);
+        const tools = () => holder.agent!.state.tools.map((tool) => tool.name);
+        await expect.poll(tools, { timeout: 10_000 }).toContain('added');
+        batchSawTools = tools();
         return 'refreshed';
       },
     });
-    agent = new Agent({ provider: faux, model: 'faux', tools: [awaitRefresh], toolExecution: 'sequential' });
+    const agent = new Agent({ provider: faux, model: 'faux', tools: [awaitRefresh], toolExecution: 'sequential' });
+    holder.agent = agent;
     const installed = await syncMcpTools(agent, stdioTools());
     expect(installed.map((tool) => tool.name)).not.toContain('added');
     expect(agent.state.tools.map((tool) => tool.name)).toEqual([
@@ -82,7 +84,7 @@ describe('syncMcpTools', () => {
 
     const events = await collect(agent.prompt$('go'));
     const results = events.flatMap((event) =>
-      event.type === 'message_end' && event.message.role === 'toolResult' ? [event.message as ToolResultMessage] : [],
+      event.type === 'message_end' && event.message.role === 'toolResult' ? [event.message] : [],
     );
     expect(results.map((result) => [result.toolCallId, result.isError])).toEqual([
       ['c1', false],
