@@ -137,19 +137,6 @@ export class AgentRuns {
     ) {
       throw new InvalidInputError('parent must be { runId, toolCallId, depth } with a depth of 0 or more');
     }
-    const limits = options?.limits;
-    if (
-      limits !== undefined &&
-      (typeof limits !== 'object' ||
-        limits === null ||
-        (limits.deadlineAt !== undefined && typeof limits.deadlineAt !== 'number') ||
-        (limits.charge !== undefined && typeof limits.charge !== 'function') ||
-        (limits.budgetSignal !== undefined && !(limits.budgetSignal instanceof AbortSignal)))
-    ) {
-      throw new InvalidInputError(
-        'limits must be { deadlineAt?: number, budgetSignal?: AbortSignal, charge?: function }',
-      );
-    }
     const { store, events, session } = this.agent;
     const controller = new AbortController();
     const external = options?.signal;

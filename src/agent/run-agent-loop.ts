@@ -400,4 +400,19 @@ function validateLoopOptions(options: RunAgentLoopOptions): void {
   if (typeof options !== 'object' || options === null) fail('expected an options object');
   validateRunSettings(options, fail);
   if (typeof options.model !== 'object') fail('`model` must be a Model ({ id, provider })');
+  if (options.getTools !== undefined && typeof options.getTools !== 'function') fail('`getTools` must be a function');
+  const { budget, limits } = options;
+  if (budget !== undefined) {
+    const bounds = [budget.usd, budget.tokens];
+    if (bounds.every((bound) => bound === undefined) || bounds.some((bound) => bound !== undefined && !(bound > 0)))
+      fail('`budget` must give a positive `usd`, `tokens`, or both');
+  }
+  if (limits !== undefined) {
+    if (typeof limits !== 'object' || limits === null) fail('`limits` must be an object');
+    if (limits.deadlineAt !== undefined && typeof limits.deadlineAt !== 'number')
+      fail('`limits.deadlineAt` must be a time in milliseconds since the epoch');
+    if (limits.charge !== undefined && typeof limits.charge !== 'function') fail('`limits.charge` must be a function');
+    if (limits.budgetSignal !== undefined && !(limits.budgetSignal instanceof AbortSignal))
+      fail('`limits.budgetSignal` must be an AbortSignal');
+  }
 }
