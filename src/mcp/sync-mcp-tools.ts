@@ -27,7 +27,9 @@ export interface SyncMcpToolsOptions {
  * `false`).
  *
  * Resolves with the tools it added. Rejects when the first listing fails (the server cannot be reached) or its tools
- * clash by name with the agent's (an `InvalidInputError`); nothing is registered then.
+ * clash by name with the agent's (an `InvalidInputError`): nothing is registered, the set stays open. Rejects with
+ * `InvalidStateError` when the agent was disposed meanwhile: the set is closed then (unless `closeOnDispose` is
+ * `false`).
  *
  * @example
  * const agent = new Agent({ provider, model });
@@ -67,16 +69,24 @@ export async function syncMcpTools(
       }),
     )
     .subscribe();
+  const stop = async () => {
+    subscription.unsubscribe();
+    if (options.closeOnDispose !== false) await set.close();
+  };
   const first = ++listed;
   try {
     install(await set.tools(), first);
   } catch (error) {
+    // The set stays open: the caller may try again.
     subscription.unsubscribe();
     throw error;
   }
-  agent.onDispose(async () => {
-    subscription.unsubscribe();
-    if (options.closeOnDispose !== false) await set.close();
-  });
+  try {
+    agent.onDispose(stop);
+  } catch (error) {
+    // The agent was disposed during the listing: the set is closed, as its dispose would have.
+    await stop();
+    throw error;
+  }
   return installed;
 }

@@ -121,6 +121,15 @@ describe('syncMcpTools', () => {
     expect(agent.state.tools).toEqual([clash, ...installed]);
     await agent.dispose();
   });
+
+  it('an agent disposed during the first listing: rejects, and the set is closed', async () => {
+    const set = stdioTools();
+    const agent = new Agent({ provider: new FauxProvider(), model: 'faux' });
+    const synced = syncMcpTools(agent, set);
+    await agent.dispose();
+    await expect(synced).rejects.toThrow(InvalidStateError);
+    await expect(set.tools()).rejects.toThrow('is closed');
+  });
 });
 
 describe('Agent.dispose', () => {
