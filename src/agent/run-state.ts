@@ -22,6 +22,7 @@ import { EMPTY_USAGE } from '../types/usage.js';
 import { isObservable } from 'rxjs';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { wait, type Op } from './drive.js';
+import { sideModelCall } from './side-model-call.js';
 
 /** One tool call's final outcome. */
 export interface CallOutcome {
@@ -185,6 +186,8 @@ export function runSink(run: RunState, call?: number): HookSink {
         hook: error.hook,
         error: errorMessageOf(error.cause),
       }),
+    emit: (event) => run.emit(event),
+    callModel: (request, purpose, invocationId) => sideModelCall(run, request, purpose, invocationId),
   };
 }
 
