@@ -44,7 +44,11 @@ function scriptedFaux(options: { overflowTurns?: number } = {}) {
     calls.push({ kind: 'turn', messages: messages.slice() });
     if (overflows > 0) {
       overflows--;
-      return fauxMessage([], { stopReason: 'error', errorKind: 'context_overflow', errorMessage: 'prompt is too long' });
+      return fauxMessage([], {
+        stopReason: 'error',
+        errorKind: 'context_overflow',
+        errorMessage: 'prompt is too long',
+      });
     }
     return fauxMessage(`answer: ${LONG}`);
   };
@@ -176,7 +180,12 @@ describe('Compaction', () => {
       checkpointer,
       threadId: 't',
       middleware: [
-        new Compaction({ triggerAt: 0.5, keepRecent: 2, provider: summarizer, model: { id: 'small', provider: 'faux' } }),
+        new Compaction({
+          triggerAt: 0.5,
+          keepRecent: 2,
+          provider: summarizer,
+          model: { id: 'small', provider: 'faux' },
+        }),
       ],
     });
     summarizer.setResponses(
@@ -222,10 +231,12 @@ describe('Compaction', () => {
     // The first answer calls the tool; the scripted responder answers the rest.
     faux.setResponses([
       fauxMessage([fauxToolCall('lookup', { q: 'x' }, { id: 'call-1' })]),
-      ...Array.from({ length: 60 }, () => (messages: readonly Message[], model: Model, ctx: { systemPrompt?: string }) =>
-        ctx.systemPrompt === DEFAULT_COMPACTION_INSTRUCTIONS
-          ? (calls.push({ kind: 'summary', messages }), fauxMessage('SUMMARY'))
-          : (calls.push({ kind: 'turn', messages }), fauxMessage(`answer: ${LONG}`)),
+      ...Array.from(
+        { length: 60 },
+        () => (messages: readonly Message[], model: Model, ctx: { systemPrompt?: string }) =>
+          ctx.systemPrompt === DEFAULT_COMPACTION_INSTRUCTIONS
+            ? (calls.push({ kind: 'summary', messages }), fauxMessage('SUMMARY'))
+            : (calls.push({ kind: 'turn', messages }), fauxMessage(`answer: ${LONG}`)),
       ),
     ]);
     const agent = new Agent({
@@ -260,7 +271,10 @@ describe('Compaction', () => {
       provider: faux,
       model: MODEL,
       // Far from the threshold: only the overflow compacts.
-      middleware: [new Compaction({ triggerAt: 1, keepRecent: 1, contextWindow: 1_000_000 }), retry({ maxAttempts: 2 })],
+      middleware: [
+        new Compaction({ triggerAt: 1, keepRecent: 1, contextWindow: 1_000_000 }),
+        retry({ maxAttempts: 2 }),
+      ],
     });
     agent.subscribe((event) => void events.push(event));
     for (let i = 0; i < 3; i++) await agent.prompt(`question ${i}: ${LONG}`);
@@ -275,7 +289,9 @@ describe('Compaction', () => {
     expect(added[added.length - 1]).toMatchObject({ role: 'assistant', stopReason: 'stop' });
     expect(faux.pendingResponseCount).toBe(0);
     expect(events.filter((e) => e.type === 'compaction_start')).toMatchObject([{ reason: 'overflow' }]);
-    expect(events.filter((e) => e.type === 'compaction_end')).toMatchObject([{ outcome: 'stored', summary: 'SUMMARY' }]);
+    expect(events.filter((e) => e.type === 'compaction_end')).toMatchObject([
+      { outcome: 'stored', summary: 'SUMMARY' },
+    ]);
     // The failed attempt is not in the transcript: the retried call answered.
     expect(agent.state.messages.filter((m) => m.role === 'assistant' && m.stopReason === 'error')).toEqual([]);
   });

@@ -124,10 +124,13 @@ describe('a stored compaction belongs to its history', () => {
 
     const seen: (readonly Message[])[] = [];
     const probe = new FauxProvider({
-      responses: Array.from({ length: 5 }, () => (messages: readonly Message[], m: Model, ctx: { systemPrompt?: string }) => {
-        if (!ctx.systemPrompt?.startsWith('You summarise')) seen.push(messages.slice());
-        return summarize(messages, m, ctx);
-      }),
+      responses: Array.from(
+        { length: 5 },
+        () => (messages: readonly Message[], m: Model, ctx: { systemPrompt?: string }) => {
+          if (!ctx.systemPrompt?.startsWith('You summarise')) seen.push(messages.slice());
+          return summarize(messages, m, ctx);
+        },
+      ),
     });
     const fork = new Agent({
       provider: probe,

@@ -3,7 +3,14 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { estimateTokens, findModel, TokenCalibration, type Message, type Model, type ToolDefinition } from '../src/index.js';
+import {
+  estimateTokens,
+  findModel,
+  TokenCalibration,
+  type Message,
+  type Model,
+  type ToolDefinition,
+} from '../src/index.js';
 import { fauxMessage } from '../src/testing/index.js';
 
 const root = fileURLToPath(new URL('./fixtures/providers/', import.meta.url));
@@ -17,13 +24,21 @@ function reportedInput(path: string): number {
   return Number(match[1]);
 }
 
+/** The parts of a recorded request body (Anthropic Messages or OpenAI Responses) the estimate reads. */
+interface RecordedBody {
+  readonly model: string;
+  readonly messages?: { content: string | { text: string }[] }[];
+  readonly input?: { content: string | { text: string }[] }[];
+  readonly tools?: { name: string; description?: string; parameters: Record<string, unknown> }[];
+}
+
 /** A pydantic-ai cassette's recorded request: its user texts and tools, as cubepi sends them. */
 function cassetteRequest(path: string): { messages: Message[]; tools: ToolDefinition[]; model: string } {
-  const body = (parse(read(path)) as { interactions: { request: { parsed_body: any } }[] }).interactions[0]!.request
-    .parsed_body;
-  const entries: { content: string | { text: string }[] }[] = body.messages ?? body.input;
+  const body = (parse(read(path)) as { interactions: { request: { parsed_body: RecordedBody } }[] }).interactions[0]!
+    .request.parsed_body;
+  const entries = body.messages ?? body.input ?? [];
   const messages = entries.map((m) => user(typeof m.content === 'string' ? m.content : m.content[0]!.text));
-  const tools = (body.tools ?? []).map((t: any) => ({
+  const tools = (body.tools ?? []).map((t) => ({
     name: t.name,
     description: t.description ?? '',
     inputSchema: t.parameters,
@@ -86,7 +101,11 @@ describe('estimateTokens', () => {
     const bare = estimateTokens({ model, messages: [user('hi')] });
     expect(estimateTokens({ model, messages: [user('hi')], systemPrompt: 'Be brief.' })).toBeGreaterThan(bare);
     expect(estimateTokens({ model, messages: [user('hi')], tools: CASES[1]!.tools })).toBeGreaterThan(bare + 10);
-    const image: Message = { role: 'user', content: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }], timestamp: 0 };
+    const image: Message = {
+      role: 'user',
+      content: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }],
+      timestamp: 0,
+    };
     expect(estimateTokens({ model, messages: [image] })).toBeGreaterThan(500);
   });
 });

@@ -51,7 +51,9 @@ export function storedCompaction(
   ) {
     return undefined;
   }
-  return fingerprintOf(transcript[entry.throughSeq - 1]!) === entry.fingerprint ? (entry as CompactionEntry) : undefined;
+  return fingerprintOf(transcript[entry.throughSeq - 1]!) === entry.fingerprint
+    ? (entry as CompactionEntry)
+    : undefined;
 }
 
 /** The message that stands for the summarised messages in what the model receives (byte-stable for one entry). */

@@ -44,6 +44,9 @@ function familyOf(model: Model): Family {
   return FAMILIES.other;
 }
 
+/** Runs of 16+ hex or base64 characters, and non-ASCII text (any code point above U+007F). */
+const DENSE = /[0-9A-Fa-f+/=]{16,}|[\u0080-\u{10FFFF}]+/gu;
+
 /**
  * Tokens of one piece of text: characters over the family's ratio, with runs of characters that tokenise badly
  * (digits, hex, base64, symbols) counted at two characters a token.
@@ -53,7 +56,7 @@ function textTokens(text: string, charsPerToken: number): number {
   let dense = 0;
   // Long runs of hex or base64-like characters (ids, hashes, signatures) and non-ASCII text tokenise far worse than
   // prose: two characters a token is what the recorded figures show for them.
-  for (const match of text.matchAll(/[0-9A-Fa-f+/=]{16,}|[^\x00-\x7F]+/g)) dense += match[0].length;
+  for (const match of text.matchAll(DENSE)) dense += match[0].length;
   return Math.ceil((text.length - dense) / charsPerToken + dense / 2);
 }
 
@@ -102,7 +105,7 @@ function toolTokens(tool: ToolDefinition, family: Family): number {
     textTokens(tool.name, family.charsPerToken) +
     textTokens(tool.description, family.charsPerToken) +
     jsonTokens(tool.inputSchema, family);
-  if (byFamily === undefined) toolCache.set(tool, (byFamily = new Map()));
+  if (byFamily === undefined) toolCache.set(tool, (byFamily = new Map<Family, number>()));
   byFamily.set(family, tokens);
   return tokens;
 }

@@ -23,10 +23,13 @@ export function serializeForSummary(messages: readonly Message[]): string {
         const parts: string[] = [];
         for (const block of message.content) {
           if (block.type === 'text') parts.push(block.text);
-          else if (block.type === 'toolCall') parts.push(`[called tool ${block.name} with ${JSON.stringify(block.arguments)}]`);
+          else if (block.type === 'toolCall')
+            parts.push(`[called tool ${block.name} with ${JSON.stringify(block.arguments)}]`);
         }
         if (message.stopReason === 'error' || message.stopReason === 'aborted') {
-          parts.push(`[the answer ended: ${message.stopReason}${message.errorMessage ? `: ${message.errorMessage}` : ''}]`);
+          parts.push(
+            `[the answer ended: ${message.stopReason}${message.errorMessage ? `: ${message.errorMessage}` : ''}]`,
+          );
         }
         lines.push(`Assistant: ${parts.join('\n')}`);
         break;

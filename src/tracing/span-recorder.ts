@@ -175,7 +175,10 @@ export class SpanRecorder {
         return;
       case 'model_attempt':
         if (run.compaction?.invocationId === event.invocationId) {
-          run.compaction.span.addEvent('model_attempt', { [ATTR.attempt]: event.attempt, [ATTR.attemptId]: event.attemptId });
+          run.compaction.span.addEvent('model_attempt', {
+            [ATTR.attempt]: event.attempt,
+            [ATTR.attemptId]: event.attemptId,
+          });
           return;
         }
         return this.startAttempt(run, event);
