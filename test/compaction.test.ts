@@ -19,7 +19,7 @@ import {
   type Model,
 } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
-import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
+import { FauxProvider, fauxMessage, fauxToolCall, type FauxCallContext } from 'cubepi/testing';
 import { expectConsistentTranscript } from './helpers.js';
 
 const MODEL: Model = { id: 'faux', provider: 'faux', contextWindow: 2_000 };
@@ -36,7 +36,7 @@ function scriptedFaux(options: { overflowTurns?: number } = {}) {
   let summaries = 0;
   let overflows = options.overflowTurns ?? 0;
   const faux = new FauxProvider();
-  const respond = (messages: readonly Message[], _model: Model, ctx: { systemPrompt?: string | undefined }) => {
+  const respond = (messages: readonly Message[], _model: Model, ctx: FauxCallContext) => {
     if (ctx.systemPrompt === DEFAULT_COMPACTION_INSTRUCTIONS) {
       calls.push({ kind: 'summary', messages: messages.slice() });
       return fauxMessage(`SUMMARY ${++summaries}`);
@@ -81,22 +81,22 @@ describe('Compaction', () => {
     while (!events.some((e) => e.type === 'compaction_end') && prompts < 20) {
       await agent.prompt(`question ${++prompts}: ${LONG}`);
     }
-    const start = events.find((e) => e.type === 'compaction_start');
-    const end = events.find((e) => e.type === 'compaction_end');
+    const start = events.find((e) => e.type === 'compaction_start')!;
+    const end = events.find((e) => e.type === 'compaction_end')!;
     expect(start).toMatchObject({ reason: 'threshold', fromSeq: 0, middleware: 'Compaction' });
     expect(end).toMatchObject({ outcome: 'stored', summary: 'SUMMARY 1' });
     // Below the threshold before, past it at the compaction.
-    expect(start!.type === 'compaction_start' && start.tokensBefore).toBeGreaterThanOrEqual(1_000);
-    expect(end!.type === 'compaction_end' && end.tokensAfter).toBeLessThan(1_000);
+    expect(start.type === 'compaction_start' && start.tokensBefore).toBeGreaterThanOrEqual(1_000);
+    expect(end.type === 'compaction_end' && end.tokensAfter).toBeLessThan(1_000);
     // The summary call was announced as a model attempt of its own invocation.
-    const invocationId = start!.type === 'compaction_start' ? start.invocationId : '';
+    const invocationId = start.type === 'compaction_start' ? start.invocationId : '';
     expect(events.some((e) => e.type === 'model_attempt' && e.invocationId === invocationId)).toBe(true);
 
     // Stored: the summary, the range it replaces; the raw messages stay.
     const stored = await checkpointer.load('t');
     const entry = storedEntry(stored!.extra)!;
     expect(entry).toMatchObject({ summary: 'SUMMARY 1', fromSeq: 0 });
-    expect(entry.throughSeq).toBe(start!.type === 'compaction_start' ? start.throughSeq : -1);
+    expect(entry.throughSeq).toBe(start.type === 'compaction_start' ? start.throughSeq : -1);
     expect(stored!.messages).toHaveLength(prompts * 2);
     expect(stored!.messages).toEqual(agent.state.messages);
 
@@ -233,7 +233,7 @@ describe('Compaction', () => {
       fauxMessage([fauxToolCall('lookup', { q: 'x' }, { id: 'call-1' })]),
       ...Array.from(
         { length: 60 },
-        () => (messages: readonly Message[], model: Model, ctx: { systemPrompt?: string }) =>
+        () => (messages: readonly Message[], _model: Model, ctx: FauxCallContext) =>
           ctx.systemPrompt === DEFAULT_COMPACTION_INSTRUCTIONS
             ? (calls.push({ kind: 'summary', messages }), fauxMessage('SUMMARY'))
             : (calls.push({ kind: 'turn', messages }), fauxMessage(`answer: ${LONG}`)),

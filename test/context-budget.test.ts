@@ -13,7 +13,7 @@ import {
   type Message,
   type Model,
 } from 'cubepi';
-import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
+import { FauxProvider, fauxMessage, fauxToolCall, type FauxCallContext } from 'cubepi/testing';
 import { expectConsistentTranscript } from './helpers.js';
 
 const LONG = 'lorem ipsum dolor sit amet '.repeat(15);
@@ -32,7 +32,7 @@ describe('ContextBudget', () => {
     const faux = new FauxProvider();
     // Every other answer calls the tool, so the history alternates plain turns and tool turns.
     faux.setResponses(
-      Array.from({ length: 80 }, () => (messages: readonly Message[], _m: Model, ctx: { systemPrompt?: string }) => {
+      Array.from({ length: 80 }, () => (messages: readonly Message[], _m: Model, ctx: FauxCallContext) => {
         received.push({ messages: messages.slice(), systemPrompt: ctx.systemPrompt });
         const last = messages[messages.length - 1]!;
         return last.role === 'user' && n++ % 2 === 0
@@ -101,7 +101,7 @@ describe('ContextBudget', () => {
 describe('a stored compaction belongs to its history', () => {
   it('is not applied to a thread whose message at throughSeq differs (a fork cut earlier, then grown)', async () => {
     const checkpointer = new MemoryCheckpointer();
-    const summarize = (messages: readonly Message[], _m: Model, ctx: { systemPrompt?: string }) =>
+    const summarize = (_messages: readonly Message[], _m: Model, ctx: FauxCallContext) =>
       fauxMessage(ctx.systemPrompt?.startsWith('You summarise') ? 'SUMMARY' : `answer ${LONG}`);
     const faux = new FauxProvider({ responses: Array.from({ length: 40 }, () => summarize) });
     const compaction = () => new Compaction({ triggerAt: 0.5, keepRecent: 2 });
@@ -124,13 +124,10 @@ describe('a stored compaction belongs to its history', () => {
 
     const seen: (readonly Message[])[] = [];
     const probe = new FauxProvider({
-      responses: Array.from(
-        { length: 5 },
-        () => (messages: readonly Message[], m: Model, ctx: { systemPrompt?: string }) => {
-          if (!ctx.systemPrompt?.startsWith('You summarise')) seen.push(messages.slice());
-          return summarize(messages, m, ctx);
-        },
-      ),
+      responses: Array.from({ length: 5 }, () => (messages: readonly Message[], m: Model, ctx: FauxCallContext) => {
+        if (!ctx.systemPrompt?.startsWith('You summarise')) seen.push(messages.slice());
+        return summarize(messages, m, ctx);
+      }),
     });
     const fork = new Agent({
       provider: probe,

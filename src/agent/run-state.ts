@@ -187,7 +187,10 @@ export function runSink(run: RunState, call?: number): HookSink {
         error: errorMessageOf(error.cause),
       }),
     emit: (event) => run.emit(event),
-    callModel: (request, purpose, invocationId) => sideModelCall(run, request, purpose, invocationId),
+    callModel: (request, purpose, invocationId) => {
+      const turnIndex = run.turn?.index ?? run.turnIndex;
+      return sideModelCall(run, turnIndex, () => hookContext(run, turnIndex), request, purpose, invocationId);
+    },
   };
 }
 

@@ -3,18 +3,35 @@
  * @module
  */
 import { defer, type Observable } from 'rxjs';
+import type { ComposedModelCall } from '../middleware/compose-wrappers.js';
+import type { HookContext } from '../middleware/hook-context.js';
 import type { SideModelRequest } from '../middleware/hook-sink.js';
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import type { Model } from '../types/model.js';
+import type { Provider } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
-import { hookContext, type RunState } from './run-state.js';
+
+/** What a side call needs of its run (a `RunState` is one). */
+export interface SideCallRun {
+  readonly runId: string;
+  readonly provider: Provider;
+  readonly model: Model;
+  readonly signal: AbortSignal;
+  readonly wrapModelCall: ComposedModelCall | undefined;
+  readonly emit: (event: AgentEvent) => void;
+}
 
 /**
- * Sends `request` through the run's model-call onion (when it has one) to its provider: every attempt is announced
- * (`model_attempt` under `invocationId`), the run's signal aborts it, and unsubscribing aborts it. Cold. The
- * wrappers' context carries `purpose`, so a wrapper that reshapes the turn's own call can let it through.
+ * Sends `side` (the run's provider and model unless it names others; no tools unless given) through the run's
+ * model-call onion (when it has one) to its provider: every attempt is announced (`model_attempt` under
+ * `invocationId`), the run's signal aborts it, and unsubscribing aborts it. Cold. The wrappers' context is the turn's
+ * (`context()`) with `invocationId` and `purpose`, so a wrapper that reshapes the turn's own call can let it through.
  */
 export function sideModelCall(
-  run: RunState,
+  run: SideCallRun,
+  turnIndex: number,
+  context: () => HookContext,
   side: SideModelRequest,
   purpose: string,
   invocationId: string,
@@ -26,7 +43,6 @@ export function sideModelCall(
       model: side.model ?? run.model,
       tools: side.tools ?? [],
     };
-    const turnIndex = run.turn?.index ?? run.turnIndex;
     let attempt = 0;
     const send: ModelCallNext = (req) =>
       defer(() => {
@@ -49,6 +65,6 @@ export function sideModelCall(
         });
       });
     if (run.wrapModelCall === undefined) return send(request);
-    return run.wrapModelCall(request, { ...hookContext(run, turnIndex), invocationId, purpose }, send);
+    return run.wrapModelCall(request, { ...context(), invocationId, purpose }, send);
   });
 }
