@@ -54,11 +54,12 @@ const row = (mode) => {
   const rs = runs[mode];
   const all = rs.flatMap((r) => r.rows);
   const ms = all.map((x) => x.ms);
+  const cpu = median(all.map((x) => x.cpuMs));
   const msgs = median(all.map((x) => x.requestMessages));
   const bytes = median(all.map((x) => x.requestBytes));
   const warm = median(rs.map((r) => r.warmMs));
   const summaries = rs.map((r) => r.summaries).join(', ');
-  return { ms: median(ms), min: Math.min(...ms), max: Math.max(...ms), n: all.length, msgs, bytes, warm, summaries };
+  return { ms: median(ms), min: Math.min(...ms), max: Math.max(...ms), cpu, n: all.length, msgs, bytes, warm, summaries };
 };
 const off = row('off');
 const on = row('on');
@@ -69,13 +70,15 @@ messages (seedGroup content, ~25 tokens each), then ${TURNS} measured turns of +
 interleaved. **Compaction on**: \`new Compaction({ triggerAt: 0.8, keepRecent: 8, contextWindow: 128_000 })\`; the
 scripted model answers the summarising call with a fixed ~1 KB summary. The first turn (restore, and with compaction
 on the summarising call and storing the summary) is not a measured turn; its time is given apart. **Request**: what the
-model received at the measured turns' calls (messages, bytes of their JSON). Medians (min–max over all turns).
+model received at the measured turns' calls (messages, bytes of their JSON). Medians (min–max over all turns); CPU
+ms is this process's user + system time over the turn (\`process.cpuUsage\`), steadier than wall time on a loaded
+machine.
 LangGraph 1.7.3 (the pinned version) has no summarization to set beside it.
 
-| mode | H | ms/turn | turns | request messages | request bytes | first turn (restore + compaction) ms | summarising calls per process |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |
-| compaction off | ${H.toLocaleString('en')} | ${off.ms.toFixed(2)} (${off.min.toFixed(2)}–${off.max.toFixed(2)}) | ${off.n} | ${off.msgs.toLocaleString('en')} | ${kib(off.bytes)} | ${off.warm.toFixed(1)} | ${off.summaries} |
-| compaction on | ${H.toLocaleString('en')} | ${on.ms.toFixed(2)} (${on.min.toFixed(2)}–${on.max.toFixed(2)}) | ${on.n} | ${on.msgs.toLocaleString('en')} | ${kib(on.bytes)} | ${on.warm.toFixed(1)} | ${on.summaries} |
+| mode | H | ms/turn | CPU ms/turn | turns | request messages | request bytes | first turn (restore + compaction) ms | summarising calls per process |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |
+| compaction off | ${H.toLocaleString('en')} | ${off.ms.toFixed(2)} (${off.min.toFixed(2)}–${off.max.toFixed(2)}) | ${off.cpu.toFixed(2)} | ${off.n} | ${off.msgs.toLocaleString('en')} | ${kib(off.bytes)} | ${off.warm.toFixed(1)} | ${off.summaries} |
+| compaction on | ${H.toLocaleString('en')} | ${on.ms.toFixed(2)} (${on.min.toFixed(2)}–${on.max.toFixed(2)}) | ${on.cpu.toFixed(2)} | ${on.n} | ${on.msgs.toLocaleString('en')} | ${kib(on.bytes)} | ${on.warm.toFixed(1)} | ${on.summaries} |
 
 With compaction on, the request is the stored summary plus the turns after it, and stays below the trigger for the
 measured turns: one summarising call per process, at the first turn. The stored transcript keeps all H + ${4 * (TURNS + 1)}

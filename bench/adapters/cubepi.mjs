@@ -334,9 +334,10 @@ export async function w3({ H, turns, saver = "sqlite", dbPath, compaction, windo
     for (let t = 0; t < turns + 1; t++) {
       const seq0 = agent.state.messages.length; // before the first run the agent has not restored: == 0, unused
       const g0 = await store.growth();
-      const io0 = readIo(), t0 = now();
+      const io0 = readIo(), cpu0 = compaction !== undefined ? process.cpuUsage() : undefined, t0 = now();
       await agent.prompt(seedGroup(t).user);
       const ns = now() - t0, io1 = readIo();
+      const cpu = cpu0 && process.cpuUsage(cpu0);
       const g1 = await store.growth();
       assertOk(agent);
       if (t === 0) {
@@ -346,7 +347,7 @@ export async function w3({ H, turns, saver = "sqlite", dbPath, compaction, windo
       rows.push({
         ms: Number(ns) / 1e6, wchar: io1.wchar - io0.wchar, fileGrowth: g1 - g0,
         logicalBytes: await store.logical(threadId, seq0), messagesAfter: agent.state.messages.length,
-        ...(compaction !== undefined ? { requestMessages: request.length, requestBytes: JSON.stringify(request).length } : {}),
+        ...(cpu ? { cpuMs: (cpu.user + cpu.system) / 1e3, requestMessages: request.length, requestBytes: JSON.stringify(request).length } : {}),
       });
     }
     if (agent.state.messages.length !== H + 4 * (turns + 1)) throw new Error(`expected ${H + 4 * (turns + 1)} messages, got ${agent.state.messages.length}`);
