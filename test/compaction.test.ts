@@ -296,6 +296,48 @@ describe('Compaction', () => {
     expect(agent.state.messages.filter((m) => m.role === 'assistant' && m.stopReason === 'error')).toEqual([]);
   });
 
+  it('the summarising call goes through the wrappers: retry() retries it, under the compaction invocation', async () => {
+    const summarizer = new FauxProvider({
+      responses: [
+        fauxMessage([], { stopReason: 'error', errorKind: 'rate_limited', errorMessage: 'slow down' }),
+        fauxMessage('SUMMARY after a retry'),
+      ],
+    });
+    const { faux } = scriptedFaux();
+    const events: AgentEvent[] = [];
+    const agent = new Agent({
+      provider: faux,
+      model: MODEL,
+      middleware: [
+        new Compaction({
+          triggerAt: 0.5,
+          keepRecent: 2,
+          provider: summarizer,
+          model: { id: 'small', provider: 'faux' },
+        }),
+        retry({ maxAttempts: 2, backoff: { initialMs: 0, jitter: 0 } }),
+      ],
+    });
+    // Compaction's recovery (retry phase, order −1) nests outside retry(): both claim the retry slot, at two orders.
+    expect(agent.describeMiddleware().wrapModelCall.layers.map((l) => [l.name, l.phase, l.order])).toEqual([
+      ['Compaction', 'retry', -1],
+      ['retry', 'retry', 0],
+    ]);
+    agent.subscribe((event) => void events.push(event));
+    for (let i = 0; summarizer.pendingResponseCount > 0 && i < 20; i++) await agent.prompt(`question ${i}: ${LONG}`);
+    const start = events.find((e) => e.type === 'compaction_start')!;
+    const invocationId = start.type === 'compaction_start' ? start.invocationId : '';
+    const attempts = events.filter((e) => e.type === 'model_attempt' && e.invocationId === invocationId);
+    expect(attempts).toMatchObject([
+      { attempt: 1, provider: 'faux', model: 'small' },
+      { attempt: 2, previous: { errorKind: 'rate_limited' } },
+    ]);
+    expect(events.find((e) => e.type === 'compaction_end')).toMatchObject({
+      outcome: 'stored',
+      summary: 'SUMMARY after a retry',
+    });
+  });
+
   it('a second context_overflow is the answer: one compaction, one retry, never a loop', async () => {
     const { faux } = scriptedFaux();
     const agent = new Agent({

@@ -2,12 +2,12 @@
  * A model call a middleware makes of its own (a compaction's summary), through the run's wrappers.
  * @module
  */
-import { defer, type Observable } from 'rxjs';
+import { defer, tap, type Observable } from 'rxjs';
 import type { ComposedModelCall } from '../middleware/compose-wrappers.js';
 import type { HookContext } from '../middleware/hook-context.js';
 import type { SideModelRequest } from '../middleware/hook-sink.js';
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
-import type { AgentEvent } from '../types/agent-events.js';
+import type { AgentEvent, PreviousAttempt } from '../types/agent-events.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
@@ -44,25 +44,36 @@ export function sideModelCall(
       tools: side.tools ?? [],
     };
     let attempt = 0;
+    // How the attempt before ended, for the next `model_attempt` (what a retry or a fallback reacted to).
+    let previous: PreviousAttempt | undefined;
     const send: ModelCallNext = (req) =>
       defer(() => {
-        attempt++;
+        const attemptId = `${invocationId}.${++attempt}`;
         run.emit({
           type: 'model_attempt',
           runId: run.runId,
           turnIndex,
           invocationId,
-          attemptId: `${invocationId}.${attempt}`,
+          attemptId,
           attempt,
           provider: req.provider.id,
           model: req.model.id,
+          ...(previous !== undefined ? { previous } : {}),
         });
-        return req.provider.stream(req.model, req.messages, {
+        previous = { attemptId };
+        const stream = req.provider.stream(req.model, req.messages, {
           systemPrompt: req.systemPrompt,
           tools: req.tools,
           ...(req.toolChoice !== undefined ? { toolChoice: req.toolChoice } : {}),
           options: { ...req.options, signal: run.signal },
         });
+        return stream.pipe(
+          tap((event) => {
+            if (event.type !== 'error') return;
+            const error = event.message.errorMessage;
+            previous = { attemptId, errorKind: event.errorKind, ...(error !== undefined ? { error } : {}) };
+          }),
+        );
       });
     if (run.wrapModelCall === undefined) return send(request);
     return run.wrapModelCall(request, { ...context(), invocationId, purpose }, send);
