@@ -204,3 +204,13 @@ export {
   type CheckpointErrorDetails,
   type CheckpointOperation,
 } from './types/errors.js';
+export {
+  estimateTokens,
+  estimateMessageTokens,
+  reportedInputTokens,
+  type TokenRequest,
+} from './middleware/estimate-tokens.js';
+export { TokenCalibration, type TokenEstimate } from './middleware/token-calibration.js';
+export { ContextBudget, type ContextBudgetOptions } from './middleware/context-budget.js';
+export { Compaction, DEFAULT_COMPACTION_INSTRUCTIONS, type CompactionOptions } from './middleware/compaction.js';
+export { COMPACTION_KEY, type CompactionEntry } from './middleware/compaction-entry.js';

@@ -18,6 +18,9 @@ import { z } from 'zod';
 import {
   Agent,
   agentTool,
+  Compaction,
+  COMPACTION_KEY,
+  DEFAULT_COMPACTION_INSTRUCTIONS,
   defineTool,
   fallback,
   retry,
@@ -29,7 +32,7 @@ import {
   type AnyAgentTool,
   type Message,
 } from 'cubepi';
-import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
+import { FauxProvider, fauxMessage, fauxToolCall, type FauxCallContext } from 'cubepi/testing';
 import { toolCallContext, traceAgent, traceEvents, withToolCallContext } from 'cubepi/tracing';
 import { CUBEPI_VERSION } from '../src/tracing/version.js';
 import { collect, deferred, tick } from './helpers.js';
@@ -827,6 +830,37 @@ describe('setup', () => {
   it('reports the package version as the tracer version', () => {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
     expect(CUBEPI_VERSION).toBe(pkg.version);
+  });
+});
+
+describe('tracing a compaction', () => {
+  it("records the summarising call in a compaction span, and the turn call as the turn's own chat span", async () => {
+    const { tracer, spans } = otel();
+    const long = 'lorem ipsum dolor sit amet '.repeat(15);
+    const faux = new FauxProvider({
+      responses: Array.from(
+        { length: 30 },
+        () => (_m: readonly Message[], _model: unknown, ctx: FauxCallContext) =>
+          fauxMessage(ctx.systemPrompt === DEFAULT_COMPACTION_INSTRUCTIONS ? 'SUMMARY' : `answer ${long}`),
+      ),
+    });
+    const agent = new Agent({
+      provider: faux,
+      model: { id: 'faux', provider: 'faux', contextWindow: 2_000 },
+      middleware: [new Compaction({ triggerAt: 0.5, keepRecent: 2 })],
+    });
+    traceAgent(agent, { tracer });
+    for (let i = 0; agent.state.extra[COMPACTION_KEY] === undefined && i < 20; i++) {
+      await agent.prompt(`question ${i}: ${long}`);
+    }
+    const compaction = one(spans(), 'compaction');
+    expect(compaction.attributes['cubepi.compaction.outcome']).toBe('stored');
+    expect(compaction.attributes['cubepi.compaction.reason']).toBe('threshold');
+    expect(compaction.events.map((e) => e.name)).toEqual(['model_attempt']);
+    const last = tree(spans()).slice(-3);
+    expect(last).toEqual(['  turn 0', '    compaction', '    chat faux']);
+    // The turn's call is not taken for a retry of the summary: no chat span failed.
+    expect(named(spans(), 'chat faux').every((s) => s.status.code !== SpanStatusCode.ERROR)).toBe(true);
   });
 });
 

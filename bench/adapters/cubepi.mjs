@@ -24,9 +24,9 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Observable } from "rxjs";
-import { Agent, MemoryCheckpointer, MessageAssembler, defineTool, EMPTY_USAGE } from "cubepi";
+import { Agent, Compaction, MemoryCheckpointer, MessageAssembler, defineTool, EMPTY_USAGE } from "cubepi";
 import { FauxProvider, fauxMessage, fauxToolCall } from "cubepi/testing";
-import { markTool, now, sleep, startTicker, SRC, PACERS, seedGroup, readIo, fileSize, pgConfig } from "../common.mjs";
+import { markTool, now, sleep, startTicker, SRC, PACERS, seedGroup, readIo, fileSize, pgConfig, FILL as FILL_TEXT } from "../common.mjs";
 
 export const name = "cubepi";
 export const variants = {
@@ -294,7 +294,13 @@ async function openStore(saver, dbPath) {
   throw new Error("unknown saver " + saver);
 }
 
-export async function w3({ H, turns, saver = "sqlite", dbPath }) {
+/**
+ * W3. With `compaction` (compaction-cost.mjs): a `Compaction` middleware on a 128k-token window (triggerAt 0.8,
+ * keepRecent 8); the scripted model answers the summarising call with a fixed ~1 KB summary. Each row then also has
+ * the request the model received (messages, JSON bytes; read outside the timed window), and the result the number of
+ * summarising calls and the first (warm-up) turn's time, which is when the thread is compacted.
+ */
+export async function w3({ H, turns, saver = "sqlite", dbPath, compaction, window = 128_000 }) {
   const store = await openStore(saver, dbPath);
   try {
     const threadId = "w3";
@@ -304,28 +310,48 @@ export async function w3({ H, turns, saver = "sqlite", dbPath }) {
     let seq = 0;
     for (let k = 0; k < seed.length; k += 1000) ({ seq } = await checkpointer.append(threadId, seed.slice(k, k + 1000), { expectedSeq: seq }));
     let phase = 0;
+    let summaries = 0;
+    let request;
+    const SUMMARY = `The user asked numbered questions about ${FILL_TEXT}; each was answered after one echo call. `.repeat(8);
     const agent = makeAgent(
-      () => (phase++ % 2 === 0 ? { tools: [{ id: `t_${phase}`, name: "echo", args: { i: phase } }] } : { text: seedGroup(phase).answer }),
+      (_call, messages) => {
+        if (compaction && typeof messages[0]?.content === "string" && messages[0].content.startsWith("Conversation to summarise")) {
+          summaries++;
+          return { text: SUMMARY };
+        }
+        request = messages;
+        return phase++ % 2 === 0 ? { tools: [{ id: `t_${phase}`, name: "echo", args: { i: phase } }] } : { text: seedGroup(phase).answer };
+      },
       [echoTool()],
-      { checkpointer, threadId },
+      {
+        checkpointer,
+        threadId,
+        ...(compaction ? { middleware: [new Compaction({ triggerAt: 0.8, keepRecent: 8, contextWindow: window })] } : {}),
+      },
     );
     const rows = [];
+    let warmMs;
     for (let t = 0; t < turns + 1; t++) {
       const seq0 = agent.state.messages.length; // before the first run the agent has not restored: == 0, unused
       const g0 = await store.growth();
-      const io0 = readIo(), t0 = now();
+      const io0 = readIo(), cpu0 = compaction !== undefined ? process.cpuUsage() : undefined, t0 = now();
       await agent.prompt(seedGroup(t).user);
       const ns = now() - t0, io1 = readIo();
+      const cpu = cpu0 && process.cpuUsage(cpu0);
       const g1 = await store.growth();
       assertOk(agent);
-      if (t === 0) continue; // warm-up turn (it also restores the H seeded messages)
+      if (t === 0) {
+        warmMs = Number(ns) / 1e6; // warm-up turn (it also restores the H seeded messages; with compaction, compacts)
+        continue;
+      }
       rows.push({
         ms: Number(ns) / 1e6, wchar: io1.wchar - io0.wchar, fileGrowth: g1 - g0,
         logicalBytes: await store.logical(threadId, seq0), messagesAfter: agent.state.messages.length,
+        ...(cpu ? { cpuMs: (cpu.user + cpu.system) / 1e3, requestMessages: request.length, requestBytes: JSON.stringify(request).length } : {}),
       });
     }
     if (agent.state.messages.length !== H + 4 * (turns + 1)) throw new Error(`expected ${H + 4 * (turns + 1)} messages, got ${agent.state.messages.length}`);
-    return { rows };
+    return { rows, warmMs, summaries };
   } finally {
     await store.close();
   }

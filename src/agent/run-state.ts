@@ -22,6 +22,7 @@ import { addUsage, EMPTY_USAGE, type Usage } from '../types/usage.js';
 import { isObservable } from 'rxjs';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { wait, type Op } from './drive.js';
+import { sideModelCall } from './side-model-call.js';
 
 /** One tool call's final outcome. */
 export interface CallOutcome {
@@ -196,6 +197,11 @@ export function runSink(run: RunState, call?: number): HookSink {
         hook: error.hook,
         error: errorMessageOf(error.cause),
       }),
+    emit: (event) => run.emit(event),
+    callModel: (request, purpose, invocationId) => {
+      const turnIndex = run.turn?.index ?? run.turnIndex;
+      return sideModelCall(run, turnIndex, () => hookContext(run, turnIndex), request, purpose, invocationId);
+    },
   };
 }
 

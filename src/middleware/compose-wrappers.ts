@@ -117,7 +117,7 @@ function nameOf(middleware: Middleware, index: number): string {
  *
  * Throws {@link ConfigurationError} at construction for: a `middleware` entry that is not an object, `names` not one
  * non-empty string per middleware, an unknown phase, a non-numeric order, an invalid `nextCalls`, two wrappers of one
- * call kind in the same exclusive phase (`cache`, `retry`, `adapter`), and a wrapper that calls `next` several times
+ * call kind in the same exclusive phase (`cache`, `retry`, `adapter`) at the same `order`, and a wrapper that calls `next` several times
  * outside the `retry`/`adapter` phases (a retry outside tracing would hide attempts).
  *
  * At run time each layer is checked against its declaration: calling `next` more often than `nextCalls` allows, or
@@ -175,7 +175,9 @@ export function composeWrappers(middleware: readonly Middleware[], names?: reado
     );
     for (let i = 1; i < layers.length; i++) {
       const [before, layer] = [layers[i - 1]!, layers[i]!];
-      if (layer.phase === before.phase && EXCLUSIVE_PHASES.has(layer.phase)) {
+      // Two layers that declare different orders say how they nest (Compaction's overflow recovery, order -1, sits
+      // outside a retry policy): only two in the same slot at the same order would fight.
+      if (layer.phase === before.phase && layer.order === before.order && EXCLUSIVE_PHASES.has(layer.phase)) {
         throw new ConfigurationError(
           `middlewares "${before.name}" and "${layer.name}" both claim the exclusive "${layer.phase}" slot of ${kind}; keep one`,
         );

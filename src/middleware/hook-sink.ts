@@ -3,8 +3,12 @@
  * hooks that skip on error. The loop puts a sink on every hook context it builds, under a symbol.
  * @module
  */
+import type { Observable } from 'rxjs';
+import type { MiddlewareEvent } from '../types/agent-events.js';
 import type { HookError } from '../types/errors.js';
 import type { StatePatch } from '../types/state.js';
+import type { StreamEvent } from '../types/stream-events.js';
+import type { ModelRequest } from './wrapper-types.js';
 
 /** What a run does with a hook's side reports. */
 export interface HookSink {
@@ -12,6 +16,21 @@ export interface HookSink {
   patch(producer: string, patch: StatePatch): void;
   /** A hook of a middleware declared `onError: 'skip'` failed: report it; its answer is dropped. */
   skipped(error: HookError): void;
+  /** Emits a middleware's own event into the run (a run's sink has it; a sink made elsewhere may not). */
+  emit?(event: MiddlewareEvent): void;
+  /**
+   * A model call of a middleware's own (a compaction's summary), through the run's wrappers like the turn's call:
+   * `model_attempt` events, retries, tracing; cold, cancelled by unsubscribing or by the run's cancellation. The
+   * wrappers see `purpose` on their context. Calls the invocation `invocationId`.
+   */
+  callModel?(request: SideModelRequest, purpose: string, invocationId: string): Observable<StreamEvent>;
+}
+
+/** A middleware's own model call: the run's provider and model unless it names others; no tools unless given. */
+export interface SideModelRequest extends Omit<ModelRequest, 'provider' | 'model' | 'tools'> {
+  readonly provider?: ModelRequest['provider'] | undefined;
+  readonly model?: ModelRequest['model'] | undefined;
+  readonly tools?: ModelRequest['tools'] | undefined;
 }
 
 /** The key of the sink on a hook context (a symbol: invisible to hooks that do not look for it, kept by spreads). */

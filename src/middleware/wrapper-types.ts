@@ -43,6 +43,11 @@ export interface ModelRequest {
 /** The context of `wrapModelCall`: the turn's context and the invocation's id (every attempt shares it). */
 export interface ModelCallContext extends HookContext {
   readonly invocationId: string;
+  /**
+   * Why the call is made, when it is not the turn's own call: `compaction` for a `Compaction` middleware's summary.
+   * Absent for the turn's call. A wrapper that shapes the turn's request (or recovers it) lets other calls through.
+   */
+  readonly purpose?: string | undefined;
 }
 
 /** Calls the next layer (eventually the provider): a cold Observable of stream events; each subscription is an attempt. */

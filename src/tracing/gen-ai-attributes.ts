@@ -50,6 +50,11 @@ export const ATTR = {
   hook: 'cubepi.hook',
   stateProducer: 'cubepi.state.producer',
   stateVersion: 'cubepi.state.version',
+  compactionReason: 'cubepi.compaction.reason',
+  compactionThroughSeq: 'cubepi.compaction.through_seq',
+  compactionOutcome: 'cubepi.compaction.outcome',
+  contextDropped: 'cubepi.context.dropped',
+  contextBudget: 'cubepi.context.budget',
 } as const;
 
 /** The value of `error.type` when nothing more precise is known (the conventions' fallback value). */

@@ -82,6 +82,8 @@ interface RunTrace {
   /** Where this run's metrics go. */
   readonly instruments: GenAiInstruments | undefined;
   lastAssistant: AssistantMessage | undefined;
+  /** A compaction in flight: its span, and the invocation whose attempts are its own (not the turn's call). */
+  compaction: { readonly span: Span; readonly invocationId: string } | undefined;
 }
 
 /** How a recorder stops: the source ended, was unsubscribed, failed, or the tracer was detached. */
@@ -172,7 +174,49 @@ export class SpanRecorder {
         else run.inputs.push(event.message);
         return;
       case 'model_attempt':
+        if (run.compaction?.invocationId === event.invocationId) {
+          run.compaction.span.addEvent('model_attempt', {
+            [ATTR.attempt]: event.attempt,
+            [ATTR.attemptId]: event.attemptId,
+          });
+          return;
+        }
         return this.startAttempt(run, event);
+      case 'compaction_start': {
+        const span = this.tracer.startSpan(
+          'compaction',
+          {
+            kind: SpanKind.INTERNAL,
+            attributes: {
+              [ATTR.runId]: event.runId,
+              [ATTR.middleware]: event.middleware,
+              [ATTR.invocationId]: event.invocationId,
+              [ATTR.compactionReason]: event.reason,
+              [ATTR.compactionThroughSeq]: event.throughSeq,
+            },
+          },
+          (run.turn ?? run).context,
+        );
+        run.compaction = { span, invocationId: event.invocationId };
+        return;
+      }
+      case 'compaction_end': {
+        const compaction = run.compaction;
+        if (compaction === undefined) return;
+        run.compaction = undefined;
+        compaction.span.setAttribute(ATTR.compactionOutcome, event.outcome);
+        if (event.usage !== undefined) compaction.span.setAttributes(usageAttributes(event.usage));
+        if (event.outcome === 'failed') failed(compaction.span, undefined, event.error);
+        compaction.span.end();
+        return;
+      }
+      case 'context_trimmed':
+        (run.turn ?? run).span.addEvent('context_trimmed', {
+          [ATTR.middleware]: event.middleware,
+          [ATTR.contextDropped]: event.dropped,
+          [ATTR.contextBudget]: event.budget,
+        });
+        return;
       case 'model_fallback':
         if (run.turn !== undefined) run.turn.fallbackFrom = `${event.from.provider}/${event.from.model}`;
         return;
@@ -245,6 +289,7 @@ export class SpanRecorder {
       requested: false,
       instruments: this.instruments(),
       lastAssistant: undefined,
+      compaction: undefined,
     });
   }
 
@@ -429,6 +474,11 @@ export class SpanRecorder {
       tool.span.end();
     }
     run.tools.clear();
+    if (run.compaction !== undefined) {
+      run.compaction.span.setAttribute(ATTR.compactionOutcome, 'interrupted');
+      run.compaction.span.end();
+      run.compaction = undefined;
+    }
     if (run.turn !== undefined) this.endTurn(run, run.turn);
     const { span } = run;
     const attributes: Attributes = {};

@@ -199,6 +199,65 @@ export interface ModelFallbackEvent {
 }
 
 /**
+ * A `transformContext` middleware (e.g. `ContextBudget`) left messages out of the request to keep it under its token
+ * budget: `dropped` messages from the oldest (whole turns: a tool call never without its result), the estimate before
+ * and after, and the budget. The stored transcript is unchanged.
+ */
+export interface ContextTrimmedEvent {
+  readonly type: 'context_trimmed';
+  readonly runId: string;
+  readonly turnIndex: number;
+  readonly middleware: string;
+  /** How many messages of the context it was given were left out (from the oldest). */
+  readonly dropped: number;
+  readonly tokensBefore: number;
+  readonly tokensAfter: number;
+  readonly budget: number;
+}
+
+/** Why a compaction ran: the context passed the threshold, or the provider answered `context_overflow`. */
+export type CompactionReason = 'threshold' | 'overflow';
+
+/**
+ * A compaction started: the stored messages `fromSeq + 1 … throughSeq` (1-based sequence numbers, as the
+ * checkpointer counts them), with the previous summary when `fromSeq > 0`, are being summarised by a model call
+ * (`invocationId`, whose `model_attempt` events follow).
+ */
+export interface CompactionStartEvent {
+  readonly type: 'compaction_start';
+  readonly runId: string;
+  readonly turnIndex: number;
+  readonly middleware: string;
+  readonly invocationId: string;
+  readonly reason: CompactionReason;
+  readonly fromSeq: number;
+  readonly throughSeq: number;
+  /** The estimated tokens of the context that triggered it. */
+  readonly tokensBefore: number;
+}
+
+/**
+ * A compaction ended: `stored` (the summary replaces the messages through `throughSeq` from now on, and is kept with
+ * the thread) or `failed` (the summarising call failed; `error` says why; nothing was stored). A cancelled compaction
+ * has no end event: the run is cancelled, nothing is stored.
+ */
+export interface CompactionEndEvent {
+  readonly type: 'compaction_end';
+  readonly runId: string;
+  readonly turnIndex: number;
+  readonly middleware: string;
+  readonly invocationId: string;
+  readonly outcome: 'stored' | 'failed';
+  readonly throughSeq: number;
+  readonly summary?: string;
+  readonly error?: string;
+  /** What the summarising call spent (not counted in `agent_end.usage`, which sums the transcript's messages). */
+  readonly usage?: Usage;
+  /** The estimated tokens of the context the model now receives. */
+  readonly tokensAfter?: number;
+}
+
+/**
  * Every event of a run. Order within a turn: `turn_start` → prompt/steering messages (`message_start`/`message_end`)
  * → `model_attempt` (and `model_fallback`) per request sent → the assistant message (`message_start`,
  * `message_update`×N, `message_end`) → tool events → `toolResult` messages → `turn_end`. A run is `agent_start` …
@@ -219,7 +278,13 @@ export type AgentEvent =
   | ModelFallbackEvent
   | ApprovalRequestedEvent
   | HookErrorEvent
-  | StatePatchedEvent;
+  | StatePatchedEvent
+  | ContextTrimmedEvent
+  | CompactionStartEvent
+  | CompactionEndEvent;
+
+/** The events a middleware may emit through the run (see `docs/context.md`). */
+export type MiddlewareEvent = ContextTrimmedEvent | CompactionStartEvent | CompactionEndEvent;
 
 /**
  * An agent event with its place in its run, as `cubepi/server` sends it and `cubepi/client` delivers it: `seq` is 1

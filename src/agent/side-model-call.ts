@@ -1,0 +1,81 @@
+/**
+ * A model call a middleware makes of its own (a compaction's summary), through the run's wrappers.
+ * @module
+ */
+import { defer, tap, type Observable } from 'rxjs';
+import type { ComposedModelCall } from '../middleware/compose-wrappers.js';
+import type { HookContext } from '../middleware/hook-context.js';
+import type { SideModelRequest } from '../middleware/hook-sink.js';
+import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
+import type { AgentEvent, PreviousAttempt } from '../types/agent-events.js';
+import type { Model } from '../types/model.js';
+import type { Provider } from '../types/provider.js';
+import type { StreamEvent } from '../types/stream-events.js';
+
+/** What a side call needs of its run (a `RunState` is one). */
+export interface SideCallRun {
+  readonly runId: string;
+  readonly provider: Provider;
+  readonly model: Model;
+  readonly signal: AbortSignal;
+  readonly wrapModelCall: ComposedModelCall | undefined;
+  readonly emit: (event: AgentEvent) => void;
+}
+
+/**
+ * Sends `side` (the run's provider and model unless it names others; no tools unless given) through the run's
+ * model-call onion (when it has one) to its provider: every attempt is announced (`model_attempt` under
+ * `invocationId`), the run's signal aborts it, and unsubscribing aborts it. Cold. The wrappers' context is the turn's
+ * (`context()`) with `invocationId` and `purpose`, so a wrapper that reshapes the turn's own call can let it through.
+ */
+export function sideModelCall(
+  run: SideCallRun,
+  turnIndex: number,
+  context: () => HookContext,
+  side: SideModelRequest,
+  purpose: string,
+  invocationId: string,
+): Observable<StreamEvent> {
+  return defer(() => {
+    const request: ModelRequest = {
+      ...side,
+      provider: side.provider ?? run.provider,
+      model: side.model ?? run.model,
+      tools: side.tools ?? [],
+    };
+    let attempt = 0;
+    // How the attempt before ended, for the next `model_attempt` (what a retry or a fallback reacted to).
+    let previous: PreviousAttempt | undefined;
+    const send: ModelCallNext = (req) =>
+      defer(() => {
+        const attemptId = `${invocationId}.${++attempt}`;
+        run.emit({
+          type: 'model_attempt',
+          runId: run.runId,
+          turnIndex,
+          invocationId,
+          attemptId,
+          attempt,
+          provider: req.provider.id,
+          model: req.model.id,
+          ...(previous !== undefined ? { previous } : {}),
+        });
+        previous = { attemptId };
+        const stream = req.provider.stream(req.model, req.messages, {
+          systemPrompt: req.systemPrompt,
+          tools: req.tools,
+          ...(req.toolChoice !== undefined ? { toolChoice: req.toolChoice } : {}),
+          options: { ...req.options, signal: run.signal },
+        });
+        return stream.pipe(
+          tap((event) => {
+            if (event.type !== 'error') return;
+            const error = event.message.errorMessage;
+            previous = { attemptId, errorKind: event.errorKind, ...(error !== undefined ? { error } : {}) };
+          }),
+        );
+      });
+    if (run.wrapModelCall === undefined) return send(request);
+    return run.wrapModelCall(request, { ...context(), invocationId, purpose }, send);
+  });
+}
