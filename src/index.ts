@@ -182,6 +182,9 @@ export type {
   AppendResult,
   CheckpointData,
   Checkpointer,
+  ForkOptions,
+  ForkParent,
+  ForkResult,
   ListThreadsOptions,
   ThreadInfo,
 } from './checkpoint/checkpointer.js';
@@ -192,6 +195,7 @@ export {
   CheckpointError,
   CheckpointSchemaError,
   ThreadConflictError,
+  ThreadHasForksError,
   type CheckpointErrorDetails,
   type CheckpointOperation,
 } from './types/errors.js';
