@@ -5,6 +5,7 @@
  */
 export { Agent, type AgentListener } from './agent/agent.js';
 export type { AgentOptions, RunOptions } from './agent/agent-options.js';
+export type { AgentForkOptions, RetryFromOptions } from './agent/retry-from.js';
 export type { AgentState } from './agent/agent-state.js';
 export type { QueueMode } from './agent/message-queues.js';
 export { resolveModel } from './agent/resolve-model.js';
