@@ -284,54 +284,63 @@ function postgresStore(admin) {
 }
 
 /**
- * The fork row: per H, one store seeded to H messages, then 1 warm-up and `forks` forks at atSeq = H - 4, each
- * measured alone (time, wchar, store growth, rows written), then a load of the last fork.
+ * The fork row: per H, one store seeded to H messages; then 1 warm-up and `forks` forks at atSeq = H - 4, taken
+ * round-robin across the H values (as the turns are), each measured alone (time, wchar, store growth, rows
+ * written); then loads of the last fork.
  */
 async function runForks(label, openStore, sizes, forks) {
-  const results = [];
-  for (const H of sizes) {
-    const store = await openStore(H, 'fork');
-    try {
-      const threadId = 'w3-fork-parent';
+  const threadId = 'w3-fork-parent';
+  const stores = [];
+  try {
+    for (const H of sizes) {
+      const store = { ...(await openStore(H, 'fork')), H, measured: [] };
+      stores.push(store);
       await seed(store.checkpointer, threadId, H);
-      await store.prepare();
-      const rows = [];
-      for (let k = 0; k <= forks; k++) {
+    }
+    for (const store of stores) await store.prepare();
+    for (let k = 0; k <= forks; k++) {
+      for (const store of stores) {
         const before = await store.rows();
         const g0 = await store.growth();
         const w0 = wchar();
         const t0 = now();
-        await store.checkpointer.fork(threadId, { atSeq: H - 4, newThreadId: `fork-${k}` });
+        await store.checkpointer.fork(threadId, { atSeq: store.H - 4, newThreadId: `fork-${k}` });
         const t1 = now();
         const w1 = wchar();
         const g1 = await store.growth();
         const after = await store.rows();
         const written = { threads: after.threads - before.threads, messages: after.messages - before.messages };
-        if (k > 0) rows.push({ ms: ms(t1 - t0), wchar: w1 - w0, growth: g1 - g0, ...written });
+        if (k > 0) store.measured.push({ ms: ms(t1 - t0), wchar: w1 - w0, growth: g1 - g0, ...written });
       }
-      const loads = [];
-      for (let k = 0; k < 5; k++) {
-        const t0 = now();
-        const saved = await store.checkpointer.load(`fork-${forks}`);
-        loads.push(ms(now() - t0));
-        if (saved.seq !== H - 4) throw new Error(`the fork loaded ${saved.seq} messages, expected ${H - 4}`);
-      }
-      const col = (key) => median(rows.map((r) => r[key]));
-      results.push({
-        backend: label,
-        H,
-        ms: col('ms'),
-        wchar: col('wchar'),
-        growth: col('growth'),
-        threadRows: Math.max(...rows.map((r) => r.threads)),
-        messageRows: Math.max(...rows.map((r) => r.messages)),
-        loadMs: median(loads),
-      });
-    } finally {
-      await store.close();
     }
+    const results = [];
+    for (const store of stores) results.push(await forkResult(label, store, `fork-${forks}`));
+    return results;
+  } finally {
+    for (const store of stores) await store.close();
   }
-  return results;
+}
+
+/** One fork row: the medians of a store's forks, the most rows any fork wrote, and the load time of a fork. */
+async function forkResult(label, store, forkId) {
+  const loads = [];
+  for (let k = 0; k < 5; k++) {
+    const t0 = now();
+    const saved = await store.checkpointer.load(forkId);
+    loads.push(ms(now() - t0));
+    if (saved.seq !== store.H - 4) throw new Error(`the fork loaded ${saved.seq} messages, expected ${store.H - 4}`);
+  }
+  const col = (key) => median(store.measured.map((r) => r[key]));
+  return {
+    backend: label,
+    H: store.H,
+    ms: col('ms'),
+    wchar: col('wchar'),
+    growth: col('growth'),
+    threadRows: Math.max(...store.measured.map((r) => r.threads)),
+    messageRows: Math.max(...store.measured.map((r) => r.messages)),
+    loadMs: median(loads),
+  };
 }
 
 // --- report --------------------------------------------------------------------------------------------------
@@ -424,9 +433,9 @@ values (a noisy moment hits every H alike); medians per turn.
 ${table(results)}
 
 **Fork** (\`checkpointer.fork\`, issue 22): a thread seeded to H messages, then 1 warm-up and ${FORKS} forks of it at
-atSeq = H − 4 (an "edit and resend" of the last prompt), each measured alone; medians per fork. Rows written are
-counted in the store's tables around each fork; **load ms (fork)** is \`load()\` of a fork (H − 4 messages read through
-its parent), which grows with H like any load.
+atSeq = H − 4 (an "edit and resend" of the last prompt), taken round-robin across the H values and each measured
+alone; medians per fork. Rows written are counted in the store's tables around each fork. **load ms (fork)** is
+\`load()\` of a fork (H − 4 messages read through its parent), which grows with H like any load.
 
 ${forkTable(forkResults)}
 

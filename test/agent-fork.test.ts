@@ -1,9 +1,12 @@
 // agent.fork() and agent.retryFrom(): the agent moves to a fork of its thread, the parent stays as it was, and a
 // retry runs from the message before the one it names.
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import {
   Agent,
   AgentBusyError,
+  defineTool,
+  ToolGuard,
   InvalidInputError,
   InvalidStateError,
   MemoryCheckpointer,
@@ -235,5 +238,63 @@ describe('agent.retryFrom()', () => {
     await expect(agent.retryFrom(0)).rejects.toBeInstanceOf(AgentBusyError);
     await retrying;
     expect(agent.threadId).toBe('r');
+  });
+});
+
+describe('forks of a suspended run', () => {
+  it('a fork of the whole thread keeps the pending approvals; a retry from before the batch drops them', async () => {
+    const ran: string[] = [];
+    const checkpointer = new MemoryCheckpointer();
+    const faux = new FauxProvider({
+      responses: [fauxMessage('hello'), fauxMessage([fauxToolCall('pay', { amount: 5 }, { id: 'c1' })])],
+    });
+    const agent = new Agent({
+      provider: faux,
+      model: 'faux',
+      tools: [
+        defineTool({
+          name: 'pay',
+          description: 'pays',
+          parameters: z.object({ amount: z.number() }),
+          execute: (_id, { amount }) => (ran.push(`pay ${amount}`), `paid ${amount}`),
+        }),
+      ],
+      middleware: [new ToolGuard({ policy: ToolGuard.byName({ ask: ['pay'] }) })],
+      checkpointer,
+      threadId: 'main',
+    });
+    await agent.prompt('hi');
+    await agent.prompt('pay 5');
+    expect(agent.pending.map((r) => r.toolCallId)).toEqual(['c1']);
+
+    await agent.fork({ newThreadId: 'whole' });
+    expect(agent.pending.map((r) => r.toolCallId)).toEqual(['c1']);
+    faux.appendResponses([fauxMessage('paid on the fork')]);
+    await agent.respond(agent.pending[0]!.requestId, { approve: true });
+    expect(ran).toEqual(['pay 5']);
+    expect(textOf((await checkpointer.load('whole'))!.messages.at(-1)!)).toBe('paid on the fork');
+    // The parent is still suspended, with its request unanswered.
+    const parent = await checkpointer.load('main');
+    expect(parent!.messages.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'toolUse' });
+
+    // Back on the parent (a new agent), a retry from the prompt before the batch leaves no approval behind.
+    const other = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('no payment then')] }),
+      model: 'faux',
+      middleware: [new ToolGuard({ policy: ToolGuard.byName({ ask: ['pay'] }) })],
+      checkpointer,
+      threadId: 'main',
+    });
+    await other.restore();
+    expect(other.pending).toHaveLength(1);
+    await other.retryFrom(2, 'do not pay', { newThreadId: 'retry' });
+    expect(other.pending).toEqual([]);
+    expect(texts(other.state.messages)).toEqual([
+      'user:hi',
+      'assistant:hello',
+      'user:do not pay',
+      'assistant:no payment then',
+    ]);
+    expect((await checkpointer.load('retry'))!.extra['cubepi:approvals']).toBeUndefined();
   });
 });

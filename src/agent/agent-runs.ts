@@ -242,14 +242,15 @@ export class AgentRuns {
     }
     // Restored: the run starts synchronously, with no Promise in its way.
     const loop$ = () => this.loop$(session, this.opened(input()), options, controller);
-    const restored$ = session.restored ? defer(loop$) : session.restore$().pipe(switchMap(loop$));
     const run$ =
-      before === undefined
-        ? restored$
-        : defer(before).pipe(
+      before !== undefined
+        ? defer(before).pipe(
             switchMap(() => session.restore$()),
             switchMap(loop$),
-          );
+          )
+        : session.restored
+          ? defer(loop$)
+          : session.restore$().pipe(switchMap(loop$));
     // eslint-disable-next-line rxjs-x/no-ignored-subscription
     run$.subscribe(observer);
     return run;

@@ -93,8 +93,8 @@ export function cursorOf(order: number): string {
 }
 
 /**
- * `fork` arguments, checked before any I/O: both thread ids valid, distinct, and `atSeq` a non-negative integer (its
- * upper bound, the parent's `seq`, is the store's to check).
+ * `fork` arguments, checked before any I/O: both thread ids valid and `atSeq` a non-negative integer (its upper bound,
+ * the parent's `seq`, and whether `newThreadId` is free, are the store's to check).
  */
 export function checkForkOptions(threadId: string, options: ForkOptions): { atSeq: number; newThreadId: string } {
   checkThreadId(threadId);
@@ -106,7 +106,6 @@ export function checkForkOptions(threadId: string, options: ForkOptions): { atSe
   if (!Number.isSafeInteger(atSeq) || atSeq < 0) {
     throw new InvalidInputError(`atSeq must be a non-negative integer, got ${String(atSeq)}`);
   }
-  if (newThreadId === threadId) throw new InvalidInputError(`a fork needs a new thread id, got "${threadId}" again`);
   return { atSeq, newThreadId };
 }
 

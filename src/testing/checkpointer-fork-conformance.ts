@@ -149,12 +149,16 @@ export function forkConformanceTests(test: Register): void {
     for (const atSeq of [3, -1, 1.5, Number.NaN, '1' as unknown as number]) {
       await refused(c.fork('p', { atSeq, newThreadId: 'n' }), 'invalid_input', `atSeq ${String(atSeq)}`);
     }
-    for (const newThreadId of ['', 'p', 'a\u0000b', 'x\ud800', undefined as unknown as string]) {
+    for (const newThreadId of ['', 'a\u0000b', 'x\ud800', undefined as unknown as string]) {
       await refused(c.fork('p', { atSeq: 1, newThreadId }), 'invalid_input', `newThreadId ${String(newThreadId)}`);
     }
     await refused(c.fork('', { atSeq: 0, newThreadId: 'n' }), 'invalid_input', 'an invalid parent id');
     await assert.rejects(c.fork('p', { atSeq: 1, newThreadId: 'taken' }), (error: unknown) => {
       assertConflictError(error, 'taken', 0, 1);
+      return true;
+    });
+    await assert.rejects(c.fork('p', { atSeq: 1, newThreadId: 'p' }), (error: unknown) => {
+      assertConflictError(error, 'p', 0, 2);
       return true;
     });
     assert.deepEqual(
