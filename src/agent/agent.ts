@@ -45,6 +45,8 @@ export type AgentListener = (event: AgentEvent) => void | PromiseLike<void>;
  *   `events$.subscribe` with listener errors caught and reported.
  * - `steer(msg)` injects a message before the next model call of the active run; `followUp(msg)` runs when the run
  *   would otherwise end.
+ * - With a checkpointer, `fork()` branches the thread and `retryFrom(seq, input?)` edits and resends from a message;
+ *   both move the agent to the new thread (`threadId`), leaving the old one as it was.
  * - `abort()`, unsubscribing from `prompt$`, a run's `signal` or deadline all cancel the same way: the provider request
  *   is aborted, running tools see their signal fire, unanswered tool calls get `aborted` results, an assistant message
  *   with `stopReason: 'aborted'` closes the transcript and `agent_end` reaches `events$`.

@@ -66,7 +66,7 @@ export function forkConformanceTests(test: Register): void {
     assert.deepEqual(await c.load('bare-fork'), { messages: [], extra: { only: true }, seq: 0 });
   });
 
-  forkTest('a fork of a fork loads to any depth, also at a cut-off below its parent’s own', async (c) => {
+  forkTest("a fork of a fork loads to any depth, also at a cut-off below its parent's own", async (c) => {
     // A reference model: each thread's expected transcript.
     const expected = new Map<string, string[]>([['t0', ['root-0', 'root-1', 'root-2']]]);
     await c.append('t0', expected.get('t0')!.map(user));
