@@ -230,6 +230,29 @@ describe('agent.retryFrom()', () => {
     expect(texts((await checkpointer.load('main'))!.messages)).toEqual(MAIN);
   });
 
+  it('unsubscribing while the fork is written: the fork stays, the agent is on it, the run ends cancelled', async () => {
+    const { agent, faux, checkpointer } = await twoExchanges();
+    const calls = faux.callCount;
+    const ends: AgentEvent[] = [];
+    const off = agent.subscribe((event) => void (event.type === 'agent_end' && ends.push(event)));
+    const seen: AgentEvent[] = [];
+    agent
+      .retryFrom$(2, 'edited', { newThreadId: 'left' })
+      .subscribe((event) => seen.push(event))
+      .unsubscribe();
+    await agent.waitForIdle();
+    off();
+    expect(seen).toEqual([]);
+    expect(agent.threadId).toBe('left');
+    expect(faux.callCount).toBe(calls);
+    expect(ends.map((e) => e.type === 'agent_end' && e.outcome)).toEqual(['cancelled']);
+    expect(texts((await checkpointer.load('main'))!.messages)).toEqual(MAIN);
+    const fork = (await checkpointer.load('left'))!.messages;
+    // As any cancelled run: its prompt stored, then the closing aborted message, and no model call.
+    expect(texts(fork)).toEqual(['user:q1', 'assistant:a1', 'user:edited', 'assistant:']);
+    expect(fork.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });
+  });
+
   it('a run cannot start while a retry is forking, and a retry is refused during a run', async () => {
     const { agent, faux } = await twoExchanges();
     faux.appendResponses([fauxMessage('r'), fauxMessage('s')]);
