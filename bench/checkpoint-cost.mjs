@@ -9,8 +9,12 @@
 //            turn_end when it differs from what the store holds, as the Agent passes `storedExtra`: once per turn.
 //   batch  — one append of the 4 messages: the floor.
 //
+// Plus the fork row: a thread seeded to H messages is forked (`checkpointer.fork`) 1 + F times at atSeq = H - 4 (an
+// "edit and resend" of the last turn's prompt); per fork: wall time, wchar, store growth, and rows written.
+//
 // Run after `npm run build` (it imports the built package by name):  node bench/checkpoint-cost.mjs
 //   --turns N (30)  --sizes 100,1000,10000  --backends sqlite,sqlite-normal,postgres  --no-write (print only)
+//   --forks F (20)  --fork-sizes 1000,10000
 // PostgreSQL: the PG* variables (default 127.0.0.1:5432, user root, db test); a schema of its own, dropped after.
 // Never part of `npm test`.
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
@@ -34,6 +38,8 @@ const option = (name, fallback) => {
 const TURNS = Number(option('turns', '30'));
 const SIZES = option('sizes', '100,1000,10000').split(',').map(Number);
 const BACKENDS = option('backends', 'sqlite,sqlite-normal,postgres').split(',');
+const FORKS = Number(option('forks', '20'));
+const FORK_SIZES = option('fork-sizes', '1000,10000').split(',').map(Number);
 const WRITE = !args.includes('--no-write');
 const RESULTS = fileURLToPath(new URL('./RESULTS.md', import.meta.url));
 const HEADING = '## Checkpoint cost vs history (W3)';
@@ -200,34 +206,39 @@ async function runBackend(label, openStore, sizes, turns) {
 }
 
 // --- backends ------------------------------------------------------------------------------------------------
+/** A SQLite store of its own (a temporary file): `{ checkpointer, prepare(), growth(), rows(), close() }`. */
+function sqliteStore(synchronous) {
+  return async () => {
+    const dir = mkdtempSync(join(os.tmpdir(), 'cubepi-bench-'));
+    const file = join(dir, 'threads.db');
+    const checkpointer = new SQLiteCheckpointer(file, { synchronous });
+    const side = new Database(file);
+    return {
+      checkpointer,
+      // Start the measured turns with an empty WAL, so its growth is what the turns write.
+      prepare: async () => void side.pragma('wal_checkpoint(TRUNCATE)'),
+      growth: async () => size(file) + size(`${file}-wal`),
+      rows: async () => ({
+        threads: side.prepare('SELECT count(*) FROM cubepi_threads').pluck().get(),
+        messages: side.prepare('SELECT count(*) FROM cubepi_messages').pluck().get(),
+      }),
+      close: async () => {
+        side.close();
+        await checkpointer.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  };
+}
+
 function runSQLite(synchronous, sizes, turns) {
-  return runBackend(
-    `sqlite (${synchronous})`,
-    async () => {
-      const dir = mkdtempSync(join(os.tmpdir(), 'cubepi-bench-'));
-      const file = join(dir, 'threads.db');
-      const checkpointer = new SQLiteCheckpointer(file, { synchronous });
-      const side = new Database(file);
-      return {
-        checkpointer,
-        // Start the measured turns with an empty WAL, so its growth is what the turns write.
-        prepare: async () => void side.pragma('wal_checkpoint(TRUNCATE)'),
-        growth: async () => size(file) + size(`${file}-wal`),
-        close: async () => {
-          side.close();
-          await checkpointer.close();
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    },
-    sizes,
-    turns,
-  );
+  return runBackend(`sqlite (${synchronous})`, sqliteStore(synchronous), sizes, turns);
 }
 
 let postgresInfo;
 
-async function runPostgres(sizes, turns) {
+/** Runs `run(admin)` on the PostgreSQL server, noting its version and durability settings for the report. */
+async function onPostgres(run) {
   const admin = new pg.Pool({ ...pgConfig(), max: 1 });
   try {
     const settings = await admin.query(
@@ -236,40 +247,133 @@ async function runPostgres(sizes, turns) {
               current_setting('full_page_writes') AS full_page_writes`,
     );
     postgresInfo = settings.rows[0];
-    return await runBackend(
-      'postgres',
-      async (H, path) => {
-        const schema = `cubepi_bench_${process.pid}_${H}_${path}`;
-        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        const pool = new pg.Pool({ ...pgConfig(), max: 2 });
-        return {
-          checkpointer: new PostgresCheckpointer(pool, { schema }),
-          // Full-page images after a checkpoint would otherwise land in the first turns.
-          prepare: async () => void (await admin.query('CHECKPOINT')),
-          // WAL the whole server generated: other clients add noise, which the median absorbs.
-          growth: async () => {
-            const { rows } = await admin.query(
-              `SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8 AS b`,
-            );
-            return rows[0].b;
-          },
-          close: async () => {
-            await pool.end();
-            await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-          },
-        };
-      },
-      sizes,
-      turns,
-    );
+    return await run(admin);
   } finally {
     await admin.end();
   }
 }
 
+/** A PostgreSQL store of its own (a schema, dropped on close), as {@link sqliteStore} gives. */
+function postgresStore(admin) {
+  return async (H, path) => {
+    const schema = `cubepi_bench_${process.pid}_${H}_${path}`;
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    const pool = new pg.Pool({ ...pgConfig(), max: 2 });
+    return {
+      checkpointer: new PostgresCheckpointer(pool, { schema }),
+      // Full-page images after a checkpoint would otherwise land in the first turns.
+      prepare: async () => void (await admin.query('CHECKPOINT')),
+      // WAL the whole server generated: other clients add noise, which the median absorbs.
+      growth: async () => {
+        const { rows } = await admin.query(`SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::float8 AS b`);
+        return rows[0].b;
+      },
+      rows: async () => {
+        const { rows } = await admin.query(
+          `SELECT (SELECT count(*)::int FROM "${schema}".cubepi_threads) AS threads,
+                  (SELECT count(*)::int FROM "${schema}".cubepi_messages) AS messages`,
+        );
+        return rows[0];
+      },
+      close: async () => {
+        await pool.end();
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      },
+    };
+  };
+}
+
+/**
+ * The fork row: per H, one store seeded to H messages; then 1 warm-up and `forks` forks at atSeq = H - 4, taken
+ * round-robin across the H values (as the turns are), each measured alone (time, wchar, store growth, rows
+ * written); then loads of the last fork.
+ */
+async function runForks(label, openStore, sizes, forks) {
+  const threadId = 'w3-fork-parent';
+  const stores = [];
+  try {
+    for (const H of sizes) {
+      const store = { ...(await openStore(H, 'fork')), H, measured: [] };
+      stores.push(store);
+      await seed(store.checkpointer, threadId, H);
+    }
+    for (const store of stores) await store.prepare();
+    for (let k = 0; k <= forks; k++) {
+      for (const store of stores) {
+        const before = await store.rows();
+        const g0 = await store.growth();
+        const w0 = wchar();
+        const t0 = now();
+        await store.checkpointer.fork(threadId, { atSeq: store.H - 4, newThreadId: `fork-${k}` });
+        const t1 = now();
+        const w1 = wchar();
+        const g1 = await store.growth();
+        const after = await store.rows();
+        const written = { threads: after.threads - before.threads, messages: after.messages - before.messages };
+        if (k > 0) store.measured.push({ ms: ms(t1 - t0), wchar: w1 - w0, growth: g1 - g0, ...written });
+      }
+    }
+    const results = [];
+    for (const store of stores) results.push(await forkResult(label, store, `fork-${forks}`));
+    return results;
+  } finally {
+    for (const store of stores) await store.close();
+  }
+}
+
+/** One fork row: the medians of a store's forks, the most rows any fork wrote, and the load time of a fork. */
+async function forkResult(label, store, forkId) {
+  const loads = [];
+  for (let k = 0; k < 5; k++) {
+    const t0 = now();
+    const saved = await store.checkpointer.load(forkId);
+    loads.push(ms(now() - t0));
+    if (saved.seq !== store.H - 4) throw new Error(`the fork loaded ${saved.seq} messages, expected ${store.H - 4}`);
+  }
+  const col = (key) => median(store.measured.map((r) => r[key]));
+  return {
+    backend: label,
+    H: store.H,
+    ms: col('ms'),
+    wchar: col('wchar'),
+    growth: col('growth'),
+    threadRows: Math.max(...store.measured.map((r) => r.threads)),
+    messageRows: Math.max(...store.measured.map((r) => r.messages)),
+    loadMs: median(loads),
+  };
+}
+
 // --- report --------------------------------------------------------------------------------------------------
 const kb = (n) => (n >= 10_000 ? `${(n / 1024).toFixed(1)} KiB` : `${Math.round(n)} B`);
 const fixed = (n, d = 2) => n.toFixed(d);
+
+function forkTable(results) {
+  const lines = [
+    `| backend | H | ms / fork | wchar / fork | store growth / fork | thread rows / fork | message rows / fork | load ms (fork) |`,
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of results) {
+    lines.push(
+      `| ${r.backend} | ${r.H.toLocaleString('en')} | ${fixed(r.ms)} | ${kb(r.wchar)} | ${kb(r.growth)} | ${r.threadRows} | ${r.messageRows} | ${fixed(r.loadMs, 1)} |`,
+    );
+  }
+  const [small, large] = [FORK_SIZES[0], FORK_SIZES.at(-1)];
+  lines.push(
+    '',
+    `Flatness of a fork: H = ${large.toLocaleString('en')} divided by H = ${small.toLocaleString('en')} (1.00 = flat).`,
+    '',
+    '| backend | ms | wchar | store growth | load ms |',
+    '| --- | ---: | ---: | ---: | ---: |',
+  );
+  const ratio = (a, b) => (b === 0 ? (a === 0 ? '1.00' : '∞') : fixed(a / b));
+  for (const r of results.filter((x) => x.H === large)) {
+    const base = results.find((x) => x.backend === r.backend && x.H === small);
+    lines.push(
+      `| ${r.backend} | ${ratio(r.ms, base.ms)} | ${ratio(r.wchar, base.wchar)} | ${ratio(r.growth, base.growth)} | ${ratio(r.loadMs, base.loadMs)} |`,
+    );
+  }
+  return lines.join('\n');
+}
 
 function table(results) {
   const lines = [
@@ -298,7 +402,7 @@ function table(results) {
   return [...lines, ...ratios].join('\n');
 }
 
-function section(results) {
+function section(results, forkResults) {
   const sqliteVersion = new Database(':memory:').prepare('SELECT sqlite_version() AS v').get().v;
   const pgLine = postgresInfo
     ? `PostgreSQL ${postgresInfo.version} (fsync=${postgresInfo.fsync}, synchronous_commit=${postgresInfo.synchronous_commit}, full_page_writes=${postgresInfo.full_page_writes}), same machine, TCP`
@@ -328,6 +432,13 @@ values (a noisy moment hits every H alike); medians per turn.
 
 ${table(results)}
 
+**Fork** (\`checkpointer.fork\`, issue 22): a thread seeded to H messages, then 1 warm-up and ${FORKS} forks of it at
+atSeq = H − 4 (an "edit and resend" of the last prompt), taken round-robin across the H values and each measured
+alone; medians per fork. Rows written are counted in the store's tables around each fork. **load ms (fork)** is
+\`load()\` of a fork (H − 4 messages read through its parent), which grows with H like any load.
+
+${forkTable(forkResults)}
+
 For scale, the peer baseline (\`../shared/bench-peers/baseline-results\`): LangGraph's SqliteSaver writes 284 KB per
 turn at H = 100, 1.67 MB at H = 1,000 and 16.9 MB at H = 5,000 (wchar), its time per turn growing from 56 ms to
 1,081 ms; a harness-written JSONL append (pi) writes 1.1 KB.
@@ -337,17 +448,28 @@ turn at H = 100, 1.67 MB at H = 1,000 and 16.9 MB at H = 5,000 (wchar), its time
 const runs = {
   sqlite: (sizes, turns) => runSQLite('full', sizes, turns),
   'sqlite-normal': (sizes, turns) => runSQLite('normal', sizes, turns),
-  postgres: (sizes, turns) => runPostgres(sizes, turns),
+  postgres: (sizes, turns) => onPostgres((admin) => runBackend('postgres', postgresStore(admin), sizes, turns)),
+};
+// The fork row: SQLite as configured by default (synchronous = full) and PostgreSQL.
+const forkRuns = {
+  sqlite: (sizes, forks) => runForks('sqlite (full)', sqliteStore('full'), sizes, forks),
+  postgres: (sizes, forks) => onPostgres((admin) => runForks('postgres', postgresStore(admin), sizes, forks)),
 };
 const results = [];
+const forkResults = [];
 for (const backend of BACKENDS) {
   const run = runs[backend];
   if (run === undefined) throw new Error(`unknown backend ${backend}`);
   await run([SIZES[0]], 5); // warm-up pass, discarded: JIT, connections, plan caches
   results.push(...(await run(SIZES, TURNS)));
+  const forks = forkRuns[backend];
+  if (forks !== undefined) {
+    await forks([FORK_SIZES[0]], 3); // warm-up, discarded
+    forkResults.push(...(await forks(FORK_SIZES, FORKS)));
+  }
   console.error(`${backend}: done`);
 }
-const text = section(results);
+const text = section(results, forkResults);
 console.log(text);
 if (WRITE) {
   writeResultsSection(RESULTS, HEADING, text);

@@ -15,8 +15,11 @@ export function writeResultsSection(file, heading, text) {
   let current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "# Benchmark results\n";
   const start = current.indexOf(heading);
   if (start >= 0) {
+    // In place: the section keeps its position among the others.
     const next = current.indexOf("\n## ", start + heading.length);
-    current = current.slice(0, start) + (next >= 0 ? current.slice(next + 1) : "");
+    const rest = next >= 0 ? `\n\n${current.slice(next + 1)}` : "\n";
+    fs.writeFileSync(file, `${current.slice(0, start)}${text.trimEnd()}${rest.trimEnd()}\n`);
+    return;
   }
   fs.writeFileSync(file, `${current.trimEnd()}\n\n${text.trimEnd()}\n`);
 }

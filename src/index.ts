@@ -5,6 +5,7 @@
  */
 export { Agent, type AgentListener } from './agent/agent.js';
 export type { AgentOptions, RunOptions } from './agent/agent-options.js';
+export type { AgentForkOptions, RetryFromOptions } from './agent/retry-from.js';
 export type { AgentState } from './agent/agent-state.js';
 export type { QueueMode } from './agent/message-queues.js';
 export { resolveModel } from './agent/resolve-model.js';
@@ -191,6 +192,9 @@ export type {
   AppendResult,
   CheckpointData,
   Checkpointer,
+  ForkOptions,
+  ForkParent,
+  ForkResult,
   ListThreadsOptions,
   ThreadInfo,
 } from './checkpoint/checkpointer.js';
@@ -201,6 +205,7 @@ export {
   CheckpointError,
   CheckpointSchemaError,
   ThreadConflictError,
+  ThreadHasForksError,
   type CheckpointErrorDetails,
   type CheckpointOperation,
 } from './types/errors.js';

@@ -66,6 +66,8 @@ export class AgentRuns {
   current: ActiveRun | undefined;
   /** Set by `dispose()`: no run starts any more. */
   disposed = false;
+  /** Set while `agent.fork()` moves the agent to another thread: no run may start meanwhile. */
+  forking = false;
 
   /** The loop reads the agent's tools at each turn: `setTools` during a run takes effect at its next turn. */
   private readonly getTools: () => readonly AnyAgentTool[];
@@ -96,12 +98,24 @@ export class AgentRuns {
     }
   }
 
-  /** A run as a cold Observable of its events: subscribing starts it, unsubscribing cancels it. */
-  toObservable(prepare: () => () => RunInput, options: RunOptions | undefined): Observable<AgentEvent> {
+  /** Whether a run is active or the agent is moving to a fork. */
+  get busy(): boolean {
+    return this.current !== undefined || this.forking;
+  }
+
+  /**
+   * A run as a cold Observable of its events: subscribing starts it, unsubscribing cancels it. `before`, if given,
+   * runs first, once the run is active (so no other run can start meanwhile) and before the thread is restored.
+   */
+  toObservable(
+    prepare: () => () => RunInput,
+    options: RunOptions | undefined,
+    before?: () => Promise<void>,
+  ): Observable<AgentEvent> {
     return new Observable<AgentEvent>((subscriber) => {
       let run: ActiveRun;
       try {
-        run = this.start(prepare(), options, subscriber);
+        run = this.start(prepare(), options, subscriber, before);
       } catch (error) {
         subscriber.error(error);
         return;
@@ -115,15 +129,17 @@ export class AgentRuns {
 
   /**
    * Starts a run opened by `prompts()` (called once the thread is restored). Throws {@link AgentBusyError} while a run
-   * is active and {@link InvalidInputError} for a bad `deadlineMs`.
+   * is active and {@link InvalidInputError} for a bad `deadlineMs`. `before` (with a checkpointer only) runs first,
+   * the run already active: a failure there fails the run before `agent_start`, as a failed restore does.
    */
   start(
     input: () => RunInput,
     options: RunOptions | undefined,
     subscriber: Subscriber<AgentEvent> | undefined,
+    before?: () => Promise<void>,
   ): ActiveRun & { result: Promise<Message[]> } {
     if (this.disposed) throw new InvalidStateError('the agent is disposed: it starts no run');
-    if (this.current !== undefined) throw busy('prompt');
+    if (this.current !== undefined || this.forking) throw busy('prompt');
     if (options?.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
       throw new InvalidInputError('deadlineMs must be a positive number of milliseconds');
     }
@@ -243,9 +259,16 @@ export class AgentRuns {
       return run;
     }
     // Restored: the run starts synchronously, with no Promise in its way.
-    const run$ = session.restored
-      ? defer(() => this.loop$(session, this.opened(input()), options, controller))
-      : session.restore$().pipe(switchMap(() => this.loop$(session, this.opened(input()), options, controller)));
+    const loop$ = () => this.loop$(session, this.opened(input()), options, controller);
+    const run$ =
+      before !== undefined
+        ? defer(before).pipe(
+            switchMap(() => session.restore$()),
+            switchMap(loop$),
+          )
+        : session.restored
+          ? defer(loop$)
+          : session.restore$().pipe(switchMap(loop$));
     // eslint-disable-next-line rxjs-x/no-ignored-subscription
     run$.subscribe(observer);
     return run;
@@ -293,7 +316,7 @@ export class AgentRuns {
       toolTimeoutMs: agentOptions.toolTimeoutMs,
       streamOptions: agentOptions.streamOptions,
       toolChoice: agentOptions.toolChoice,
-      threadId: agentOptions.threadId,
+      threadId: this.agent.session?.threadId ?? agentOptions.threadId,
       deadlineMs: options?.deadlineMs ?? agentOptions.deadlineMs,
       parent: options?.parent,
       limits: options?.limits,

@@ -10,6 +10,7 @@ import { defer, EMPTY, lastValueFrom, Observable, switchMap } from 'rxjs';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import { composeMiddleware, type MiddlewareDescription } from '../middleware/compose-middleware.js';
 import type { AgentEvent } from '../types/agent-events.js';
+import type { ForkResult } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, InvalidInputError, InvalidStateError } from '../types/errors.js';
 import type { AnyAgentTool } from '../types/tool.js';
 import type { Message } from '../types/messages.js';
@@ -30,6 +31,7 @@ import { EventHub } from './event-hub.js';
 import { toMessage, toMessages } from './input.js';
 import { MessageQueues } from './message-queues.js';
 import { resolveModel } from './resolve-model.js';
+import { forkThreadId, retryPrompts, type AgentForkOptions, type RetryFromOptions } from './retry-from.js';
 import { spendBoundOf } from './run-ledger.js';
 import { validateTools } from './run-settings.js';
 
@@ -46,6 +48,8 @@ export type AgentListener = (event: AgentEvent) => void | PromiseLike<void>;
  *   `events$.subscribe` with listener errors caught and reported.
  * - `steer(msg)` injects a message before the next model call of the active run; `followUp(msg)` runs when the run
  *   would otherwise end.
+ * - With a checkpointer, `fork()` branches the thread and `retryFrom(seq, input?)` edits and resends from a message;
+ *   both move the agent to the new thread (`threadId`), leaving the old one as it was.
  * - `abort()`, unsubscribing from `prompt$`, a run's `signal` or deadline all cancel the same way: the provider request
  *   is aborted, running tools see their signal fire, unanswered tool calls get `aborted` results, an assistant message
  *   with `stopReason: 'aborted'` closes the transcript and `agent_end` reaches `events$`.
@@ -104,7 +108,7 @@ export class Agent {
     this.approvals = new Approvals({
       store: this.store,
       session: this.session,
-      isBusy: () => this.runs.current !== undefined,
+      isBusy: () => this.runs.busy,
       restore: () => this.restore(),
     });
     this.reportListenerError =
@@ -115,6 +119,14 @@ export class Agent {
       subscriber.next(this.state);
       return this.store.changes.add({ next: () => subscriber.next(this.state) });
     });
+  }
+
+  /**
+   * The thread the agent works on: the `threadId` option until {@link fork} or {@link retryFrom} moves the agent to a
+   * fork. `undefined` without a checkpointer.
+   */
+  get threadId(): string | undefined {
+    return this.session?.threadId;
   }
 
   /** The current state (a snapshot; cheap to read repeatedly). */
@@ -154,6 +166,78 @@ export class Agent {
   /** The run of {@link resume} as a cold Observable. */
   resume$(options?: RunOptions): Observable<AgentEvent> {
     return this.runs.toObservable(() => () => this.resumeInput(), options);
+  }
+
+  /**
+   * Forks the agent's thread (see `Checkpointer.fork`) at `atSeq` (default: its whole history) into `newThreadId`
+   * (default: a random UUID), then **moves the agent to the fork**: its history becomes the fork's (loaded from the
+   * store: messages `[0, atSeq)`, and the run state and approvals in the parent's `extra`, approvals only if their
+   * batch is still open at the cut-off), and its next runs write the fork. The parent thread stays as it was; to go on
+   * with it, use another `Agent` with its `threadId`. Queued steering and follow-up messages stay queued.
+   *
+   * Resolves with the fork's `{ threadId, seq }` once the agent holds the fork. Rejects with {@link AgentBusyError}
+   * during a run, {@link InvalidStateError} without a checkpointer or when it has no `fork`, and the checkpointer's
+   * typed errors (`InvalidInputError` for an `atSeq` past the end, `ThreadConflictError` for a taken `newThreadId`):
+   * then the agent stays on its thread. If the fork was made but loading it failed, the agent is on the fork and its
+   * next run loads it again.
+   *
+   * @example
+   * const { threadId } = await agent.fork({ atSeq: 4 });   // a branch from message 4 on
+   * await agent.prompt('Try the other approach instead');   // written to the branch
+   */
+  async fork(options: AgentForkOptions = {}): Promise<ForkResult> {
+    const session = this.forkingSession('fork');
+    const newThreadId = forkThreadId(options.newThreadId);
+    if (options.atSeq !== undefined && (!Number.isSafeInteger(options.atSeq) || options.atSeq < 0)) {
+      throw new InvalidInputError(`fork(): atSeq must be a non-negative integer, got ${String(options.atSeq)}`);
+    }
+    if (this.runs.busy) throw busy('fork');
+    this.runs.forking = true;
+    try {
+      await lastValueFrom(session.restore$(), { defaultValue: undefined });
+      const result = await session.fork(options.atSeq ?? session.storedSeq, newThreadId);
+      await lastValueFrom(session.restore$(), { defaultValue: undefined });
+      return result;
+    } finally {
+      this.runs.forking = false;
+    }
+  }
+
+  /**
+   * "Edit and resend": forks the thread just before message `seq` (it keeps `[0, seq)`), moves the agent to the fork
+   * (as {@link fork} does) and runs from there, resolving like `prompt()`. When message `seq` is a user message, the
+   * run sends `input` in its place, or the same message again when `input` is omitted. When it is an assistant
+   * message, the run asks the model again for that answer (`input` is refused). The original thread is unchanged.
+   *
+   * Rejects with {@link InvalidInputError} for a `seq` that names no message or names a tool result, with
+   * {@link InvalidStateError} without a checkpointer that has `fork`, with {@link AgentBusyError} during a run, and
+   * like `prompt()` otherwise. Nothing is forked when the retry is refused.
+   */
+  retryFrom(
+    seq: number,
+    input?: string | Message | readonly Message[],
+    options?: RunOptions & RetryFromOptions,
+  ): Promise<Message[]> {
+    return this.runs.toPromise(() => {
+      const retry = this.retry(seq, input, options);
+      return this.runs.start(retry.input, options, undefined, retry.before);
+    });
+  }
+
+  /**
+   * {@link retryFrom} as a cold Observable of the run's events: subscribing forks and starts the run, unsubscribing
+   * cancels it. Unsubscribing while the fork is being written does not undo it: the agent is then on the fork, and the
+   * run ends as cancelled.
+   */
+  retryFrom$(
+    seq: number,
+    input?: string | Message | readonly Message[],
+    options?: RunOptions & RetryFromOptions,
+  ): Observable<AgentEvent> {
+    return defer(() => {
+      const retry = this.retry(seq, input, options);
+      return this.runs.toObservable(() => retry.input, options, retry.before);
+    });
   }
 
   /**
@@ -220,7 +304,7 @@ export class Agent {
    * checkpointer's typed error; with {@link AgentBusyError} during a run.
    */
   restore(): Promise<void> {
-    if (this.runs.current !== undefined) return Promise.reject(busy('restore'));
+    if (this.runs.busy) return Promise.reject(busy('restore'));
     const session = this.session;
     return session === undefined ? Promise.resolve() : lastValueFrom(session.restore$(), { defaultValue: undefined });
   }
@@ -322,8 +406,7 @@ export class Agent {
    * configuration and the run state. Throws {@link AgentBusyError} while a run is active.
    */
   reset(): void {
-    if (this.runs.current !== undefined)
-      throw new AgentBusyError('reset(): a run is active; abort() it and waitForIdle() first');
+    if (this.runs.busy) throw new AgentBusyError('reset(): a run is active; abort() it and waitForIdle() first');
     this.store.reset();
     this.queues.clear();
     // The thread is still stored: with a checkpointer, the next run restores it again (memory and store agree).
@@ -348,6 +431,39 @@ export class Agent {
         }
       },
     });
+  }
+
+  /** The session of an agent that can fork, or a typed refusal. */
+  private forkingSession(method: string): CheckpointSession {
+    const session = this.session;
+    if (session === undefined) throw new InvalidStateError(`${method}(): the agent has no checkpointer to fork`);
+    if (!session.canFork) {
+      throw new InvalidStateError(`${method}(): the checkpointer does not implement fork()`);
+    }
+    return session;
+  }
+
+  /**
+   * A retry from message `seq`: the fork (run first, the run already active) and the run's input. Arguments are
+   * checked now; `seq` against the restored history, before anything is forked.
+   */
+  private retry(
+    seq: number,
+    input: string | Message | readonly Message[] | undefined,
+    options: RetryFromOptions | undefined,
+  ): { before: () => Promise<void>; input: () => RunInput } {
+    const session = this.forkingSession('retryFrom');
+    const edited = input === undefined ? undefined : toMessages(input, 'retryFrom');
+    const newThreadId = forkThreadId(options?.newThreadId);
+    let prompts: Message[] = [];
+    return {
+      before: async () => {
+        await lastValueFrom(session.restore$(), { defaultValue: undefined });
+        prompts = retryPrompts(this.store.messages, seq, edited);
+        await session.fork(seq, newThreadId);
+      },
+      input: () => this.runInput(prompts, 'retryFrom'),
+    };
   }
 
   /** The input of a run opened by prompts: the suspended batch first, if its answers are all in. */

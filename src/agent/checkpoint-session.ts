@@ -4,9 +4,9 @@
  */
 import { defer, of, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
 import { appendToCheckpoint } from '../../operators/append-to-checkpoint.js';
-import type { Checkpointer } from '../checkpoint/checkpointer.js';
+import type { Checkpointer, ForkResult } from '../checkpoint/checkpointer.js';
 import type { AgentEvent } from '../types/agent-events.js';
-import { CheckpointError, ThreadConflictError } from '../types/errors.js';
+import { CheckpointError, InvalidStateError, ThreadConflictError } from '../types/errors.js';
 import type { AgentStateStore } from './agent-state.js';
 import { toolCallsOf, type Message } from '../types/messages.js';
 import { interruptedToolResults } from './interrupted-tool-results.js';
@@ -32,9 +32,40 @@ export class CheckpointSession {
 
   constructor(
     private readonly checkpointer: Checkpointer,
-    private readonly threadId: string,
+    /** The thread the agent works on: the `threadId` option, then the last fork it moved to. */
+    private thread: string,
     private readonly store: AgentStateStore,
   ) {}
+
+  /** The thread the agent works on now. */
+  get threadId(): string {
+    return this.thread;
+  }
+
+  /** Whether the checkpointer implements the optional `fork`. */
+  get canFork(): boolean {
+    return typeof this.checkpointer.fork === 'function';
+  }
+
+  /** The thread's `seq` as last loaded or written (meaningful once restored). */
+  get storedSeq(): number {
+    return this.seq;
+  }
+
+  /**
+   * Forks the thread at `atSeq` into `newThreadId`, then makes the fork the agent's thread: the
+   * next restore loads it. Call it restored and idle. Rejects with {@link InvalidStateError} when the checkpointer has
+   * no `fork`, and with the checkpointer's typed error when the fork fails (then nothing changed).
+   */
+  async fork(atSeq: number, newThreadId: string): Promise<ForkResult> {
+    if (this.checkpointer.fork === undefined) {
+      throw new InvalidStateError('fork: this checkpointer does not implement fork()');
+    }
+    const result = await this.checkpointer.fork(this.thread, { atSeq, newThreadId });
+    this.thread = newThreadId;
+    this.invalidate();
+    return result;
+  }
 
   /**
    * Restores the thread when it has not been (a cold Observable of one `undefined`, synchronous when there is nothing
@@ -54,7 +85,7 @@ export class CheckpointSession {
    */
   sink(): MonoTypeOperatorFunction<AgentEvent> {
     const store = this.store;
-    return appendToCheckpoint(this.checkpointer, this.threadId, {
+    return appendToCheckpoint(this.checkpointer, this.thread, {
       seq: this.seq,
       extra: () => store.storedExtra(),
       storedExtra: this.storedExtra,
@@ -78,7 +109,7 @@ export class CheckpointSession {
   async saveNow(): Promise<void> {
     const record = this.store.storedExtra();
     try {
-      await this.checkpointer.saveExtra(this.threadId, record);
+      await this.checkpointer.saveExtra(this.thread, record);
     } catch (error) {
       this.invalidate();
       throw error;
@@ -93,7 +124,7 @@ export class CheckpointSession {
    * result is missing may have run before the crash: it gets `interrupted`, never a second run.
    */
   private async load(): Promise<void> {
-    const { checkpointer, threadId } = this;
+    const { checkpointer, thread: threadId } = this;
     const data = await checkpointer.load(threadId);
     let messages = data?.messages ?? [];
     let seq = data?.seq ?? 0;

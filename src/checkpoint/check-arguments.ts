@@ -3,8 +3,8 @@
  * (`InvalidInputError`) before touching its store.
  * @module
  */
-import { InvalidInputError } from '../types/errors.js';
-import type { AppendOptions, ListThreadsOptions } from './checkpointer.js';
+import { InvalidInputError, ThreadConflictError } from '../types/errors.js';
+import type { AppendOptions, ForkOptions, ListThreadsOptions } from './checkpointer.js';
 
 /** The page size of `listThreads` when no `limit` is given. */
 const DEFAULT_LIST_LIMIT = 100;
@@ -90,4 +90,43 @@ export function checkListOptions(options: ListThreadsOptions | undefined): { lim
 /** The cursor of the thread numbered `order` (see {@link checkListOptions}). */
 export function cursorOf(order: number): string {
   return String(order);
+}
+
+/**
+ * `fork` arguments, checked before any I/O: both thread ids valid and `atSeq` a non-negative integer (its upper bound,
+ * the parent's `seq`, and whether `newThreadId` is free, are the store's to check).
+ */
+export function checkForkOptions(threadId: string, options: ForkOptions): { atSeq: number; newThreadId: string } {
+  checkThreadId(threadId);
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidInputError('fork options must be an object: { atSeq, newThreadId }');
+  }
+  const { atSeq, newThreadId } = options;
+  checkThreadId(newThreadId);
+  if (!Number.isSafeInteger(atSeq) || atSeq < 0) {
+    throw new InvalidInputError(`atSeq must be a non-negative integer, got ${String(atSeq)}`);
+  }
+  return { atSeq, newThreadId };
+}
+
+/** The `InvalidInputError` of a fork whose parent does not exist. */
+export function noSuchParent(threadId: string): InvalidInputError {
+  return new InvalidInputError(`Cannot fork thread "${threadId}": it does not exist`);
+}
+
+/** The `InvalidInputError` of a fork past the parent's last message. */
+export function atSeqOutOfRange(threadId: string, atSeq: number, seq: number): InvalidInputError {
+  return new InvalidInputError(
+    `Cannot fork thread "${threadId}" at seq ${atSeq}: it has ${seq} message(s), so atSeq must be from 0 to ${seq}`,
+  );
+}
+
+/** The `ThreadConflictError` of a fork whose new thread id is taken (`expected` 0: no thread; `actual` its `seq`). */
+export function forkTargetExists(newThreadId: string, seq: number): ThreadConflictError {
+  return new ThreadConflictError(
+    newThreadId,
+    0,
+    seq,
+    `Cannot fork into thread "${newThreadId}": it already exists (seq ${seq}); a fork needs a new thread id`,
+  );
 }

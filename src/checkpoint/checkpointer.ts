@@ -56,6 +56,37 @@ export interface ThreadInfo {
    * deleted, so a loop may delete what it lists.
    */
   readonly cursor: string;
+  /**
+   * Set when the thread is a fork ({@link Checkpointer.fork}): the thread it was forked from and the cut-off, so its
+   * messages `[0, atSeq)` are the parent's. Absent for a thread that is not a fork.
+   */
+  readonly parent?: ForkParent | undefined;
+}
+
+/** Where a fork comes from: {@link ThreadInfo.parent}. */
+export interface ForkParent {
+  readonly threadId: string;
+  /** The fork shares the parent's messages `[0, atSeq)`. */
+  readonly atSeq: number;
+}
+
+/** Options of {@link Checkpointer.fork}. */
+export interface ForkOptions {
+  /**
+   * The cut-off: the fork shares the parent's messages `[0, atSeq)` (an integer from 0 to the parent's `seq`; `seq`
+   * itself forks the whole thread).
+   */
+  readonly atSeq: number;
+  /** The id of the new thread. It must not exist yet. */
+  readonly newThreadId: string;
+}
+
+/** The result of {@link Checkpointer.fork}. */
+export interface ForkResult {
+  /** The new thread's id (`newThreadId`). */
+  readonly threadId: string;
+  /** The new thread's `seq`: `atSeq`. Pass it as `expectedSeq` to the fork's first `append`. */
+  readonly seq: number;
 }
 
 /**
@@ -74,6 +105,8 @@ export interface ThreadInfo {
  *   before writing again), `CheckpointCorruptionError` (a row that cannot be read back, naming thread and seq),
  *   `CheckpointSchemaError` (a store written by a newer version), `ThreadConflictError` (a lost race). Invalid
  *   arguments (an empty thread id, a bad `limit` or cursor) reject with `InvalidInputError`.
+ * - **Forks** (`fork`, optional): a thread may start as a fork of another at a cut-off, sharing its messages up to
+ *   there without copying them; a thread with forks cannot be deleted (`ThreadHasForksError`).
  *
  * Built in: `MemoryCheckpointer` (`cubepi`), `SQLiteCheckpointer` (`cubepi/checkpoint/sqlite`),
  * `PostgresCheckpointer` (`cubepi/checkpoint/postgres`). A new backend proves itself with `checkpointerConformance`
@@ -106,8 +139,28 @@ export interface Checkpointer {
    */
   listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]>;
 
-  /** Removes the thread, its messages and its `extra`. Deleting a thread that does not exist does nothing. */
+  /**
+   * Removes the thread, its messages and its `extra`. Deleting a thread that does not exist does nothing. A thread
+   * that has forks is not deleted: the call rejects with `ThreadHasForksError` (naming them) and changes nothing;
+   * delete the forks first (newest first, as `listThreads` lists them, does it).
+   */
   deleteThread(threadId: string): Promise<void>;
+
+  /**
+   * Creates `newThreadId` as a fork of `threadId` at `atSeq`: a new thread whose messages are the parent's `[0, atSeq)`,
+   * whose `seq` is `atSeq`, and whose `extra` is a copy of the parent's `extra` as it is at the fork (the store keeps
+   * one `extra` per thread, not its history). From then on the two are separate threads: an append to either never
+   * changes the other. The fork stores a pointer to its parent and the cut-off, not a copy of the messages, so its
+   * cost does not grow with the history; a fork of a fork loads like any thread, at any depth.
+   *
+   * Rejects with `InvalidInputError` (nothing written) when `threadId` does not exist or `atSeq` is not an integer
+   * from 0 to its `seq`, and with `ThreadConflictError` (`expected` 0, `actual` its `seq`) when `newThreadId` already
+   * exists.
+   *
+   * Optional, so a backend written for an earlier version still type-checks: an `Agent` on a checkpointer without it
+   * refuses `fork()` and `retryFrom()` with `InvalidStateError`. Every built-in has it.
+   */
+  fork?(threadId: string, options: ForkOptions): Promise<ForkResult>;
 
   /**
    * Releases what the checkpointer owns (a database it opened, a pool it created); a database or pool passed in by

@@ -1,22 +1,40 @@
-import { ThreadConflictError } from '../types/errors.js';
+import { ThreadConflictError, ThreadHasForksError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type {
   AppendOptions,
   AppendResult,
   CheckpointData,
   Checkpointer,
+  ForkOptions,
+  ForkResult,
   ListThreadsOptions,
   ThreadInfo,
 } from './checkpointer.js';
-import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
+import {
+  atSeqOutOfRange,
+  checkExpectedSeq,
+  checkExtra,
+  checkForkOptions,
+  checkListOptions,
+  checkThreadId,
+  cursorOf,
+  forkTargetExists,
+  noSuchParent,
+} from './check-arguments.js';
 import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
 import { toCheckpointError } from '../types/to-checkpoint-error.js';
 
 interface StoredThread {
   /** Creation order: 1, 2, … never reused (the list cursor). */
   readonly order: number;
-  /** Each message as its canonical JSON; `rows.length` is the thread's seq. */
+  /** For a fork: the parent and the cut-off (its messages `[0, atSeq)` are the parent's). */
+  readonly parent?: { readonly threadId: string; readonly thread: StoredThread; readonly atSeq: number };
+  /** The ids of this thread's direct forks, in creation order. */
+  readonly forks: Set<string>;
+  /** This thread's own messages (seq `base`, `base + 1`, …) as canonical JSON; `base + rows.length` is its seq. */
   readonly rows: string[];
+  /** The seq of the first own row: 0, or a fork's `atSeq`. */
+  readonly base: number;
   extra: string;
   readonly createdAt: number;
   updatedAt: number;
@@ -29,7 +47,8 @@ interface StoredThread {
  * It stores what the durable backends store (each message's canonical JSON), so it behaves like them: `load`
  * returns fresh copies (changing them never changes the store), a message that cannot be serialised is refused at
  * `append`, and keys come back sorted. Every operation is atomic (it runs without yielding), so concurrent callers
- * see the same `expectedSeq` conflicts as with a database.
+ * see the same `expectedSeq` conflicts as with a database. A fork holds a reference to its parent and the cut-off,
+ * never a copy of the parent's messages.
  *
  * @example
  * const agent = new Agent({ provider, model, checkpointer: new MemoryCheckpointer(), threadId: 'demo' });
@@ -44,7 +63,8 @@ export class MemoryCheckpointer implements Checkpointer {
       checkThreadId(threadId);
       const thread = this.#threads.get(threadId);
       if (thread === undefined) return null;
-      const messages = thread.rows.map((row, seq) => decodeMessage(threadId, seq, row));
+      const rows = rowsOf(thread, seqOf(thread));
+      const messages = rows.map((row, seq) => decodeMessage(threadId, seq, row));
       return { messages, extra: decodeExtra(threadId, thread.extra), seq: messages.length };
     } catch (error) {
       throw toCheckpointError(error, 'load', threadId);
@@ -59,13 +79,13 @@ export class MemoryCheckpointer implements Checkpointer {
       // Serialise the whole batch first: a message that cannot be stored leaves the thread as it was.
       const rows = encodeMessages(threadId, messages);
       const thread = this.#threads.get(threadId);
-      const actual = thread?.rows.length ?? 0;
+      const actual = thread === undefined ? 0 : seqOf(thread);
       if (expected !== undefined && expected !== actual) throw new ThreadConflictError(threadId, expected, actual);
       if (rows.length === 0) return { seq: actual };
       const stored = thread ?? this.#create(threadId);
       for (const row of rows) stored.rows.push(row);
       stored.updatedAt = Date.now();
-      return { seq: stored.rows.length };
+      return { seq: seqOf(stored) };
     } catch (error) {
       throw toCheckpointError(error, 'append', threadId);
     }
@@ -85,6 +105,24 @@ export class MemoryCheckpointer implements Checkpointer {
     }
   }
 
+  /** {@inheritDoc Checkpointer.fork} */
+  async fork(threadId: string, options: ForkOptions): Promise<ForkResult> {
+    try {
+      const { atSeq, newThreadId } = checkForkOptions(threadId, options);
+      const parent = this.#threads.get(threadId);
+      if (parent === undefined) throw noSuchParent(threadId);
+      const seq = seqOf(parent);
+      if (atSeq > seq) throw atSeqOutOfRange(threadId, atSeq, seq);
+      const taken = this.#threads.get(newThreadId);
+      if (taken !== undefined) throw forkTargetExists(newThreadId, seqOf(taken));
+      this.#create(newThreadId, { threadId, thread: parent, atSeq }, parent.extra);
+      parent.forks.add(newThreadId);
+      return { threadId: newThreadId, seq: atSeq };
+    } catch (error) {
+      throw toCheckpointError(error, 'fork', threadId);
+    }
+  }
+
   /** {@inheritDoc Checkpointer.listThreads} */
   async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
     try {
@@ -95,12 +133,14 @@ export class MemoryCheckpointer implements Checkpointer {
       for (let i = threads.length - 1; i >= 0 && page.length < limit; i--) {
         const [threadId, thread] = threads[i]!;
         if (before !== undefined && thread.order >= before) continue;
+        const { parent } = thread;
         page.push({
           threadId,
-          messageCount: thread.rows.length,
+          messageCount: seqOf(thread),
           createdAt: thread.createdAt,
           updatedAt: thread.updatedAt,
           cursor: cursorOf(thread.order),
+          ...(parent === undefined ? {} : { parent: { threadId: parent.threadId, atSeq: parent.atSeq } }),
         });
       }
       return page;
@@ -113,16 +153,43 @@ export class MemoryCheckpointer implements Checkpointer {
   async deleteThread(threadId: string): Promise<void> {
     try {
       checkThreadId(threadId);
+      const thread = this.#threads.get(threadId);
+      if (thread === undefined) return;
+      if (thread.forks.size > 0) throw new ThreadHasForksError(threadId, [...thread.forks]);
+      thread.parent?.thread.forks.delete(threadId);
       this.#threads.delete(threadId);
     } catch (error) {
       throw toCheckpointError(error, 'deleteThread', threadId);
     }
   }
 
-  #create(threadId: string): StoredThread {
+  #create(threadId: string, parent?: StoredThread['parent'], extra = '{}'): StoredThread {
     const now = Date.now();
-    const thread: StoredThread = { order: ++this.#lastOrder, rows: [], extra: '{}', createdAt: now, updatedAt: now };
+    const thread: StoredThread = {
+      order: ++this.#lastOrder,
+      ...(parent === undefined ? {} : { parent }),
+      forks: new Set(),
+      rows: [],
+      base: parent?.atSeq ?? 0,
+      extra,
+      createdAt: now,
+      updatedAt: now,
+    };
     this.#threads.set(threadId, thread);
     return thread;
   }
+}
+
+function seqOf(thread: StoredThread): number {
+  return thread.base + thread.rows.length;
+}
+
+/** The rows `[0, end)` of a thread: its ancestors' up to each cut-off, then its own (a loop: any depth). */
+function rowsOf(thread: StoredThread, end: number): string[] {
+  const segments: string[][] = [];
+  for (let t: StoredThread | undefined = thread, hi = end; t !== undefined; t = t.parent?.thread) {
+    segments.push(t.rows.slice(0, Math.max(0, hi - t.base)));
+    hi = Math.min(hi, t.base);
+  }
+  return segments.reverse().flat();
 }

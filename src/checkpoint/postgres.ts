@@ -3,22 +3,49 @@
  * @module
  */
 import pg from 'pg';
-import { CheckpointError, CheckpointSchemaError, ConfigurationError, ThreadConflictError } from '../types/errors.js';
+import {
+  CheckpointError,
+  CheckpointSchemaError,
+  ConfigurationError,
+  ThreadConflictError,
+  ThreadHasForksError,
+} from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type {
   AppendOptions,
   AppendResult,
   CheckpointData,
   Checkpointer,
+  ForkOptions,
+  ForkResult,
   ListThreadsOptions,
   ThreadInfo,
 } from './checkpointer.js';
-import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
+import {
+  atSeqOutOfRange,
+  checkExpectedSeq,
+  checkExtra,
+  checkForkOptions,
+  checkListOptions,
+  checkThreadId,
+  cursorOf,
+  forkTargetExists,
+  noSuchParent,
+} from './check-arguments.js';
 import { checkStoredRows } from './check-stored-rows.js';
 import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
 import { toCheckpointError } from '../types/to-checkpoint-error.js';
 
-export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThreadsOptions, ThreadInfo };
+export type {
+  AppendOptions,
+  AppendResult,
+  CheckpointData,
+  Checkpointer,
+  ForkOptions,
+  ForkResult,
+  ListThreadsOptions,
+  ThreadInfo,
+};
 
 /** Options of {@link PostgresCheckpointer}. */
 export interface PostgresCheckpointerOptions {
@@ -38,7 +65,7 @@ export interface PostgresCheckpointerOptions {
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */
-export const POSTGRES_SCHEMA_VERSION = 1;
+export const POSTGRES_SCHEMA_VERSION = 2;
 
 // Migration n (index n - 1) takes a store from version n - 1 to n. Never edit one that was released: add the next.
 // Message and extra rows are JSONB; the few texts JSONB cannot hold (U+0000, a lone surrogate) go to the *_raw text
@@ -63,6 +90,13 @@ const MIGRATIONS: readonly ((t: Tables) => string)[] = [
       PRIMARY KEY (thread_id, seq),
       CHECK ((body IS NULL) <> (body_raw IS NULL))
     );`,
+  // 2: forks. A fork's own messages are rows of its own from fork_seq on; [0, fork_seq) are its parent's. The foreign
+  // key keeps a parent from being deleted under a fork committed concurrently. Adding a column with a constant
+  // default rewrites nothing (PostgreSQL 11+): existing threads get no parent and fork_seq 0, unchanged.
+  (t) => `
+    ALTER TABLE ${t.threads} ADD COLUMN parent_id bigint REFERENCES ${t.threads} (id);
+    ALTER TABLE ${t.threads} ADD COLUMN fork_seq bigint NOT NULL DEFAULT 0;
+    CREATE INDEX ${t.parentIndex} ON ${t.threads} (parent_id) WHERE parent_id IS NOT NULL;`,
 ];
 
 interface Tables {
@@ -70,6 +104,8 @@ interface Tables {
   readonly threads: string;
   readonly messages: string;
   readonly versions: string;
+  /** The index of forks by parent (unqualified: an index lives in its table's schema). */
+  readonly parentIndex: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
@@ -81,6 +117,8 @@ const RAW_TYPES = { getTypeParser: () => (value: string) => value } as unknown a
 const NOT_JSONB_SAFE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 // pg_advisory_xact_lock(classid, objid): a class of our own, the schema's hash as the object.
 const LOCK_CLASS = 0x63756265; // 'cube'
+// foreign_key_violation: a fork and the deletion of its parent raced, and the database refused the second.
+const FOREIGN_KEY_VIOLATION = '23503';
 
 /**
  * A `Checkpointer` on PostgreSQL (`pg` 8): for servers with many worker processes on many machines.
@@ -148,7 +186,13 @@ export class PostgresCheckpointer implements Checkpointer {
     // the outage as a CheckpointError.
     this.#pool.on('error', this.#ignoreIdleClientError);
     const q = (name: string) => `"${schema}"."${prefix}${name}"`;
-    this.#tables = { schema, threads: q('threads'), messages: q('messages'), versions: q('schema_version') };
+    this.#tables = {
+      schema,
+      threads: q('threads'),
+      messages: q('messages'),
+      versions: q('schema_version'),
+      parentIndex: `"${prefix}threads_parent"`,
+    };
     this.#sql = statements(this.#tables);
     this.#prepared = options.preparedStatements ?? true;
   }
@@ -180,7 +224,9 @@ export class PostgresCheckpointer implements Checkpointer {
       const found = await this.#transaction('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY', async (client) => {
         const thread = await this.#query(client, this.#sql.loadThread, [threadId]);
         if (thread.rows.length === 0) return undefined;
-        const messages = await this.#query(client, this.#sql.loadMessages, [threadId]);
+        // A thread that is not a fork (most): the plain range scan. A fork: its chain of parents in one query.
+        const sql = thread.rows[0]![3] === null ? this.#sql.loadMessages : this.#sql.loadForkMessages;
+        const messages = await this.#query(client, sql, [threadId]);
         return { thread: thread.rows[0]!, rows: messages.rows };
       });
       if (found === undefined) return null;
@@ -261,12 +307,13 @@ export class PostgresCheckpointer implements Checkpointer {
       const { limit, before } = checkListOptions(options);
       await this.#migrated();
       const result = await this.#query(this.#pool, this.#sql.list, [before ?? Number.MAX_SAFE_INTEGER, limit]);
-      return result.rows.map(([id, threadId, nextSeq, createdAt, updatedAt]) => ({
+      return result.rows.map(([id, threadId, nextSeq, createdAt, updatedAt, parent, forkSeq]) => ({
         threadId: threadId as string,
         messageCount: Number(nextSeq),
         createdAt: Number(createdAt),
         updatedAt: Number(updatedAt),
         cursor: cursorOf(Number(id)),
+        ...(parent === null ? {} : { parent: { threadId: parent as string, atSeq: Number(forkSeq) } }),
       }));
     } catch (error) {
       throw toCheckpointError(error, 'listThreads');
@@ -278,14 +325,65 @@ export class PostgresCheckpointer implements Checkpointer {
     try {
       checkThreadId(threadId);
       await this.#migrated();
-      // The thread row first: it waits for an append in flight, and once it is gone no append can add rows (an
-      // append must update it), so the messages deleted next are all there will be.
-      await this.#transaction('BEGIN', async (client) => {
-        await this.#query(client, this.#sql.deleteThread, [threadId]);
-        await this.#query(client, this.#sql.deleteMessages, [threadId]);
-      });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          // The thread row first: it waits for an append in flight, and once it is gone no append can add rows (an
+          // append must update it), so the messages deleted next are all there will be. A fork committed between the
+          // check and the delete makes the foreign key refuse the delete: then look again.
+          await this.#transaction('BEGIN', async (client) => {
+            const forks = await this.#query(client, this.#sql.forksOf, [threadId]);
+            if (forks.rows.length > 0) {
+              throw new ThreadHasForksError(
+                threadId,
+                forks.rows.map((row) => row[0] as string),
+              );
+            }
+            await this.#query(client, this.#sql.deleteThread, [threadId]);
+            await this.#query(client, this.#sql.deleteMessages, [threadId]);
+          });
+          return;
+        } catch (error) {
+          if (attempt === 3 || !isForeignKeyViolation(error)) throw error;
+        }
+      }
     } catch (error) {
       throw toCheckpointError(error, 'deleteThread', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.fork} */
+  async fork(threadId: string, options: ForkOptions): Promise<ForkResult> {
+    try {
+      const { atSeq, newThreadId } = checkForkOptions(threadId, options);
+      await this.#migrated();
+      for (let attempt = 1; ; attempt++) {
+        // One statement, one row: the new thread, pointing at its parent, with a copy of its extra.
+        let forked: pg.QueryArrayResult;
+        try {
+          forked = await this.#query(this.#pool, this.#sql.fork, [threadId, atSeq, newThreadId]);
+        } catch (error) {
+          // The parent was deleted after our statement read it: it no longer exists.
+          if (isForeignKeyViolation(error)) throw noSuchParent(threadId);
+          throw error;
+        }
+        if (forked.rows.length === 1) return { threadId: newThreadId, seq: atSeq };
+        // Nothing inserted: say why.
+        const parentSeq = await this.#storedSeq(this.#pool, threadId);
+        if (parentSeq === undefined) throw noSuchParent(threadId);
+        if (atSeq > parentSeq) throw atSeqOutOfRange(threadId, atSeq, parentSeq);
+        const taken = await this.#storedSeq(this.#pool, newThreadId);
+        if (taken !== undefined) throw forkTargetExists(newThreadId, taken);
+        // The parent was created, or the new id deleted, between two of our statements: try again.
+        if (attempt === 3) {
+          throw new CheckpointError({
+            operation: 'fork',
+            threadId,
+            message: `Checkpoint fork failed for thread "${threadId}": the threads kept changing under it`,
+          });
+        }
+      }
+    } catch (error) {
+      throw toCheckpointError(error, 'fork', threadId);
     }
   }
 
@@ -425,8 +523,32 @@ function statements(t: Tables) {
       INSERT INTO ${t.threads} (thread_id, next_seq, extra, created_at, updated_at)
       VALUES ($1, 0, '{}', ${NOW_MS}, ${NOW_MS}) ON CONFLICT (thread_id) DO NOTHING`,
     storedSeq: `SELECT next_seq FROM ${t.threads} WHERE thread_id = $1`,
-    loadThread: `SELECT next_seq, extra, extra_raw FROM ${t.threads} WHERE thread_id = $1`,
+    loadThread: `SELECT next_seq, extra, extra_raw, parent_id FROM ${t.threads} WHERE thread_id = $1`,
     loadMessages: `SELECT seq, body, body_raw FROM ${t.messages} WHERE thread_id = $1 ORDER BY seq`,
+    // A fork's rows: a recursive walk up its parents (a primary-key lookup per level; ids only grow towards the fork,
+    // which bounds the walk even on damaged data), each ancestor giving its own rows from its fork_seq up to the
+    // lowest cut-off below it.
+    loadForkMessages: `
+      WITH RECURSIVE chain(id, thread_id, parent_id, lo, hi) AS (
+        SELECT id, thread_id, parent_id, fork_seq, next_seq FROM ${t.threads} WHERE thread_id = $1
+        UNION ALL
+        SELECT p.id, p.thread_id, p.parent_id, p.fork_seq, LEAST(c.lo, c.hi)
+        FROM ${t.threads} p JOIN chain c ON p.id = c.parent_id AND p.id < c.id
+      )
+      SELECT m.seq, m.body, m.body_raw
+      FROM chain c JOIN ${t.messages} m ON m.thread_id = c.thread_id AND m.seq >= c.lo AND m.seq < c.hi
+      ORDER BY m.seq`,
+    // $1 parent, $2 atSeq, $3 new thread. Inserts nothing when the parent is missing or shorter than atSeq, or the
+    // new id is taken.
+    fork: `
+      INSERT INTO ${t.threads} (thread_id, next_seq, extra, extra_raw, created_at, updated_at, parent_id, fork_seq)
+      SELECT $3, $2::bigint, p.extra, p.extra_raw, ${NOW_MS}, ${NOW_MS}, p.id, $2::bigint
+      FROM ${t.threads} p WHERE p.thread_id = $1 AND p.next_seq >= $2::bigint
+      ON CONFLICT (thread_id) DO NOTHING
+      RETURNING id`,
+    forksOf: `
+      SELECT f.thread_id FROM ${t.threads} f JOIN ${t.threads} p ON f.parent_id = p.id
+      WHERE p.thread_id = $1 ORDER BY f.id`,
     // Update in place when the thread exists (the common case: no identity value spent); insert it otherwise, a racing
     // insert falling back to the update.
     saveExtra: `
@@ -440,8 +562,9 @@ function statements(t: Tables) {
       ON CONFLICT (thread_id) DO UPDATE
         SET extra = excluded.extra, extra_raw = excluded.extra_raw, updated_at = excluded.updated_at`,
     list: `
-      SELECT id, thread_id, next_seq, created_at, updated_at FROM ${t.threads}
-      WHERE id < $1::bigint ORDER BY id DESC LIMIT $2`,
+      SELECT t.id, t.thread_id, t.next_seq, t.created_at, t.updated_at, p.thread_id, t.fork_seq
+      FROM ${t.threads} t LEFT JOIN ${t.threads} p ON p.id = t.parent_id
+      WHERE t.id < $1::bigint ORDER BY t.id DESC LIMIT $2`,
     deleteThread: `DELETE FROM ${t.threads} WHERE thread_id = $1`,
     deleteMessages: `DELETE FROM ${t.messages} WHERE thread_id = $1`,
   };
@@ -461,4 +584,8 @@ function lockKey(schema: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < schema.length; i++) hash = Math.imul(hash ^ schema.charCodeAt(i), 0x01000193);
   return hash | 0;
+}
+
+function isForeignKeyViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === FOREIGN_KEY_VIOLATION;
 }

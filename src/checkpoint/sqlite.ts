@@ -3,23 +3,49 @@
  * @module
  */
 import Database from 'better-sqlite3';
-import { CheckpointSchemaError, ConfigurationError, ThreadConflictError } from '../types/errors.js';
+import {
+  CheckpointSchemaError,
+  ConfigurationError,
+  ThreadConflictError,
+  ThreadHasForksError,
+} from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type {
   AppendOptions,
   AppendResult,
   CheckpointData,
   Checkpointer,
+  ForkOptions,
+  ForkResult,
   ListThreadsOptions,
   ThreadInfo,
 } from './checkpointer.js';
-import { checkExpectedSeq, checkExtra, checkListOptions, checkThreadId, cursorOf } from './check-arguments.js';
+import {
+  atSeqOutOfRange,
+  checkExpectedSeq,
+  checkExtra,
+  checkForkOptions,
+  checkListOptions,
+  checkThreadId,
+  cursorOf,
+  forkTargetExists,
+  noSuchParent,
+} from './check-arguments.js';
 import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
 import { checkStoredRows } from './check-stored-rows.js';
 import { toCheckpointError } from '../types/to-checkpoint-error.js';
 import { retryWhileBusy } from './retry-while-busy.js';
 
-export type { AppendOptions, AppendResult, CheckpointData, Checkpointer, ListThreadsOptions, ThreadInfo };
+export type {
+  AppendOptions,
+  AppendResult,
+  CheckpointData,
+  Checkpointer,
+  ForkOptions,
+  ForkResult,
+  ListThreadsOptions,
+  ThreadInfo,
+};
 
 /** Options of {@link SQLiteCheckpointer}. */
 export interface SQLiteCheckpointerOptions {
@@ -50,7 +76,7 @@ export interface SQLiteCheckpointerOptions {
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */
-export const SQLITE_SCHEMA_VERSION = 1;
+export const SQLITE_SCHEMA_VERSION = 2;
 
 // Migration n (index n - 1) takes a store from version n - 1 to n. Never edit one that was released: add the next.
 const MIGRATIONS: readonly ((prefix: string) => string)[] = [
@@ -69,12 +95,27 @@ const MIGRATIONS: readonly ((prefix: string) => string)[] = [
       body TEXT NOT NULL,                    -- canonical JSON of the message
       PRIMARY KEY (thread_id, seq)
     );`,
+  // 2: forks. A fork's own messages are rows of its own from fork_seq on; [0, fork_seq) are its parent's (by the
+  // parent's row id, which is older: ids only grow). Existing threads get no parent and fork_seq 0: unchanged.
+  (p) => `
+    ALTER TABLE "${p}threads" ADD COLUMN parent_id INTEGER;
+    ALTER TABLE "${p}threads" ADD COLUMN fork_seq INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX "${p}threads_parent" ON "${p}threads" (parent_id) WHERE parent_id IS NOT NULL;`,
 ];
 
 const PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
 
 type ThreadRow = { id: number; next_seq: number };
-type ListRow = { id: number; thread_id: string; next_seq: number; created_at: number; updated_at: number };
+type ListRow = {
+  id: number;
+  thread_id: string;
+  next_seq: number;
+  created_at: number;
+  updated_at: number;
+  parent: string | null;
+  fork_seq: number;
+};
+type LoadedThread = { next_seq: number; extra: string; parent_id: number | null };
 
 /**
  * A `Checkpointer` on a SQLite file (better-sqlite3 12), for one machine: a CLI, a desktop app, a single server.
@@ -108,17 +149,20 @@ export class SQLiteCheckpointer implements Checkpointer {
   readonly #db: Database.Database;
   readonly #owned: boolean;
   readonly #busyTimeoutMs: number;
-  readonly #read: Database.Transaction<
-    (threadId: string) => { next_seq: number; extra: string; rows: [number, string][] } | undefined
-  >;
+  readonly #read: Database.Transaction<(threadId: string) => (LoadedThread & { rows: [number, string][] }) | undefined>;
   readonly #write: Database.Transaction<(threadId: string, rows: string[], expected?: number) => number>;
   readonly #delete: Database.Transaction<(threadId: string) => void>;
+  readonly #fork: Database.Transaction<(threadId: string, atSeq: number, newThreadId: string) => void>;
   readonly #selectThread: Database.Statement<[string], ThreadRow>;
   readonly #insertThread: Database.Statement<[string, number, string, number, number]>;
   readonly #updateSeq: Database.Statement<[number, number, number]>;
   readonly #insertMessage: Database.Statement<[string, number, string]>;
-  readonly #loadThread: Database.Statement<[string], { next_seq: number; extra: string }>;
+  readonly #loadThread: Database.Statement<[string], LoadedThread>;
   readonly #loadMessages: Database.Statement<[string], [number, string]>;
+  readonly #loadForkMessages: Database.Statement<[string], [number, string]>;
+  readonly #selectParent: Database.Statement<[string], { id: number; next_seq: number; extra: string }>;
+  readonly #insertFork: Database.Statement<[string, number, string, number, number, number, number]>;
+  readonly #selectForks: Database.Statement<[string], string>;
   readonly #upsertExtra: Database.Statement<[string, string, number, number]>;
   readonly #list: Database.Statement<[number, number], ListRow>;
   readonly #deleteMessages: Database.Statement<[string]>;
@@ -166,23 +210,40 @@ export class SQLiteCheckpointer implements Checkpointer {
       );
       this.#updateSeq = db.prepare(`UPDATE ${threads} SET next_seq = ?, updated_at = ? WHERE id = ?`);
       this.#insertMessage = db.prepare(`INSERT INTO ${messages} (thread_id, seq, body) VALUES (?, ?, ?)`);
-      this.#loadThread = db.prepare(`SELECT next_seq, extra FROM ${threads} WHERE thread_id = ?`);
+      this.#loadThread = db.prepare(`SELECT next_seq, extra, parent_id FROM ${threads} WHERE thread_id = ?`);
       this.#loadMessages = db
         .prepare<[string], [number, string]>(`SELECT seq, body FROM ${messages} WHERE thread_id = ? ORDER BY seq`)
         .raw(true);
+      this.#loadForkMessages = db.prepare<[string], [number, string]>(forkMessagesSql(threads, messages)).raw(true);
+      this.#selectParent = db.prepare(`SELECT id, next_seq, extra FROM ${threads} WHERE thread_id = ?`);
+      this.#insertFork = db.prepare(
+        `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at, parent_id, fork_seq)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      );
+      this.#selectForks = db
+        .prepare<[string], string>(
+          `SELECT f.thread_id FROM ${threads} f JOIN ${threads} p ON f.parent_id = p.id WHERE p.thread_id = ?
+           ORDER BY f.id`,
+        )
+        .pluck();
       this.#upsertExtra = db.prepare(
         `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at) VALUES (?, 0, ?, ?, ?)
          ON CONFLICT (thread_id) DO UPDATE SET extra = excluded.extra, updated_at = excluded.updated_at`,
       );
       this.#list = db.prepare(
-        `SELECT id, thread_id, next_seq, created_at, updated_at FROM ${threads} WHERE id < ? ORDER BY id DESC LIMIT ?`,
+        `SELECT t.id, t.thread_id, t.next_seq, t.created_at, t.updated_at, p.thread_id AS parent, t.fork_seq
+         FROM ${threads} t LEFT JOIN ${threads} p ON p.id = t.parent_id
+         WHERE t.id < ? ORDER BY t.id DESC LIMIT ?`,
       );
       this.#deleteMessages = db.prepare(`DELETE FROM ${messages} WHERE thread_id = ?`);
       this.#deleteThread = db.prepare(`DELETE FROM ${threads} WHERE thread_id = ?`);
       // One read transaction: the counter and the rows come from the same snapshot, whatever other processes do.
       this.#read = db.transaction((threadId: string) => {
         const thread = this.#loadThread.get(threadId);
-        return thread === undefined ? undefined : { ...thread, rows: this.#loadMessages.all(threadId) };
+        if (thread === undefined) return undefined;
+        // A thread that is not a fork (most): the plain range scan. A fork: its chain of parents in one query.
+        const rows = (thread.parent_id === null ? this.#loadMessages : this.#loadForkMessages).all(threadId);
+        return { ...thread, rows };
       });
       this.#write = db.transaction((threadId: string, rows: string[], expected?: number) => {
         const thread = this.#selectThread.get(threadId);
@@ -197,8 +258,20 @@ export class SQLiteCheckpointer implements Checkpointer {
         return next;
       });
       this.#delete = db.transaction((threadId: string) => {
+        const forks = this.#selectForks.all(threadId);
+        if (forks.length > 0) throw new ThreadHasForksError(threadId, forks);
         this.#deleteMessages.run(threadId);
         this.#deleteThread.run(threadId);
+      });
+      // One row written, whatever the parent's length: a pointer and a cut-off.
+      this.#fork = db.transaction((threadId: string, atSeq: number, newThreadId: string) => {
+        const parent = this.#selectParent.get(threadId);
+        if (parent === undefined) throw noSuchParent(threadId);
+        if (atSeq > parent.next_seq) throw atSeqOutOfRange(threadId, atSeq, parent.next_seq);
+        const taken = this.#selectThread.get(newThreadId);
+        if (taken !== undefined) throw forkTargetExists(newThreadId, taken.next_seq);
+        const now = Date.now();
+        this.#insertFork.run(newThreadId, atSeq, parent.extra, now, now, parent.id, atSeq);
       });
     } catch (error) {
       if (this.#owned) this.#db.close();
@@ -265,6 +338,7 @@ export class SQLiteCheckpointer implements Checkpointer {
           createdAt: row.created_at,
           updatedAt: row.updated_at,
           cursor: cursorOf(row.id),
+          ...(row.parent === null ? {} : { parent: { threadId: row.parent, atSeq: row.fork_seq } }),
         }));
       return retryWhileBusy(list, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'listThreads' });
     } catch (error) {
@@ -285,6 +359,20 @@ export class SQLiteCheckpointer implements Checkpointer {
       });
     } catch (error) {
       throw toCheckpointError(error, 'deleteThread', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.fork} */
+  async fork(threadId: string, options: ForkOptions): Promise<ForkResult> {
+    try {
+      const { atSeq, newThreadId } = checkForkOptions(threadId, options);
+      const fork = (): ForkResult => {
+        this.#fork.immediate(threadId, atSeq, newThreadId);
+        return { threadId: newThreadId, seq: atSeq };
+      };
+      return retryWhileBusy(fork, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'fork', threadId });
+    } catch (error) {
+      throw toCheckpointError(error, 'fork', threadId);
     }
   }
 
@@ -332,4 +420,21 @@ function migrate(db: Database.Database, prefix: string): void {
 
 function locationOf(db: Database.Database, prefix: string): string {
   return `SQLite file ${db.name} (tables ${prefix}*)`;
+}
+
+/**
+ * The rows of a fork, in one query: a recursive walk up its parents (each step a primary-key lookup; ids only grow
+ * towards the fork, which bounds the walk even on damaged data), each ancestor contributing its own rows from its
+ * `fork_seq` up to the lowest cut-off below it.
+ */
+function forkMessagesSql(threads: string, messages: string): string {
+  return `
+    WITH RECURSIVE chain(id, thread_id, parent_id, lo, hi) AS (
+      SELECT id, thread_id, parent_id, fork_seq, next_seq FROM ${threads} WHERE thread_id = ?
+      UNION ALL
+      SELECT p.id, p.thread_id, p.parent_id, p.fork_seq, min(c.lo, c.hi)
+      FROM ${threads} p JOIN chain c ON p.id = c.parent_id AND p.id < c.id
+    )
+    SELECT m.seq, m.body FROM chain c JOIN ${messages} m ON m.thread_id = c.thread_id AND m.seq >= c.lo AND m.seq < c.hi
+    ORDER BY m.seq`;
 }

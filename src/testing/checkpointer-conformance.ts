@@ -15,6 +15,8 @@ import { defineTool } from '../tools/define-tool.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { serializeMessage, type AssistantMessage, type Message, type UserMessage } from '../types/messages.js';
 import { assert } from './assert.js';
+import { assertConflict, assertConflictError, codeOf, text, user } from './conformance-helpers.js';
+import { forkConformanceTests } from './checkpointer-fork-conformance.js';
 
 /** A backend under test: a checkpointer on an empty store, and how to reach that store again. */
 export interface CheckpointerFixture {
@@ -45,6 +47,12 @@ export interface CheckpointerConformanceOptions {
   readonly it?: ((name: string, body: () => Promise<void>, timeout?: number) => unknown) | undefined;
   /** A per-test timeout handed to `it` (vitest and jest take it; leave it out for mocha). */
   readonly timeoutMs?: number | undefined;
+  /**
+   * Whether the backend implements the optional `fork` (default `true`: the fork cases run, and fail on a backend
+   * without it). `false` declares a backend without forks: the fork cases are replaced by one that checks `fork` is
+   * indeed absent (an `Agent` then refuses `fork()` and `retryFrom()`).
+   */
+  readonly fork?: boolean | undefined;
 }
 
 type Make = () => Checkpointer | CheckpointerFixture | Promise<Checkpointer | CheckpointerFixture>;
@@ -65,7 +73,10 @@ interface Store {
  * order, U+0000 and lone surrogates included); empty appends; `expectedSeq` conflicts writing nothing; concurrent
  * appends to different threads and to one thread; two writers on one thread (exactly one wins, nothing duplicated);
  * `extra` replace semantics; `listThreads` order, counts, pagination and cursors that survive deletion; delete;
- * reload after reopening; copies, not aliases; refused writes leaving nothing behind. Errors are recognised by their
+ * reload after reopening; copies, not aliases; refused writes leaving nothing behind; and `fork` (unless `fork: false`):
+ * the shared prefix and copied `extra`, independence of fork and parent, forks at 0 and at `seq`, chains 40 deep with
+ * cut-offs below a parent's own, `ThreadInfo.parent`, deleting a parent with forks refused (`ThreadHasForksError`),
+ * bad forks refused with typed errors that write nothing, and a fork through another handle while the parent grows. Errors are recognised by their
  * `code`, so a backend built against another copy of cubepi passes too.
  *
  * @example
@@ -484,6 +495,14 @@ export function checkpointerConformance(make: Make, options: CheckpointerConform
       for (const id of listed) await checkpointer.deleteThread(id);
       assert.deepEqual(await checkpointer.listThreads(), [], 'deleting what was listed leaves nothing');
     });
+
+    if (options.fork === false) {
+      test('fork: declared absent ({ fork: false }), and absent', async ({ checkpointer }) => {
+        assert.equal(typeof checkpointer.fork, 'undefined', 'the backend has fork(): drop { fork: false }');
+      });
+    } else {
+      forkConformanceTests(test);
+    }
   });
 }
 
@@ -513,34 +532,6 @@ async function withStore(make: Make, body: (store: Store) => Promise<void>): Pro
 
 function isCheckpointer(value: Checkpointer | CheckpointerFixture): value is Checkpointer {
   return typeof (value as Checkpointer).load === 'function';
-}
-
-function user(text: string): UserMessage {
-  return { role: 'user', content: text, timestamp: 1_700_000_000_000 };
-}
-
-function text(message: Message): string {
-  return typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
-}
-
-function codeOf(error: unknown): unknown {
-  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-}
-
-async function assertConflict(write: Promise<unknown>, threadId: string, expected: number, actual: number) {
-  await assert.rejects(write, (error: unknown) => {
-    assertConflictError(error, threadId, expected, actual);
-    return true;
-  });
-}
-
-function assertConflictError(error: unknown, threadId: string, expected: number, actual: number): void {
-  assert.equal(codeOf(error), 'thread_conflict', `a ThreadConflictError, got ${String(error)}`);
-  const conflict = error as { threadId: unknown; expected: unknown; actual: unknown };
-  assert.deepEqual(
-    { threadId: conflict.threadId, expected: conflict.expected, actual: conflict.actual },
-    { threadId, expected, actual },
-  );
 }
 
 /** Messages of every kind, with what tends to break stores: unsorted keys, unicode, U+0000, lone surrogates. */

@@ -180,7 +180,7 @@ export function errorMessageOf(error: unknown): string {
 }
 
 /** The checkpointer operation an error happened in. `open` covers connecting, opening a file and migrations. */
-export type CheckpointOperation = 'open' | 'load' | 'append' | 'saveExtra' | 'listThreads' | 'deleteThread';
+export type CheckpointOperation = 'open' | 'load' | 'append' | 'saveExtra' | 'listThreads' | 'deleteThread' | 'fork';
 
 /** What a {@link CheckpointError} reports. */
 export interface CheckpointErrorDetails {
@@ -236,11 +236,30 @@ export class ThreadConflictError extends CubepiError {
   readonly expected: number;
   readonly actual: number;
 
-  constructor(threadId: string, expected: number, actual: number) {
-    super(`Thread "${threadId}" changed under this writer: expected seq ${expected}, found ${actual}`);
+  /** `message` replaces the generated one (a fork names the thread that already exists). */
+  constructor(threadId: string, expected: number, actual: number, message?: string) {
+    super(message ?? `Thread "${threadId}" changed under this writer: expected seq ${expected}, found ${actual}`);
     this.threadId = threadId;
     this.expected = expected;
     this.actual = actual;
+  }
+}
+
+/**
+ * `deleteThread` was asked to delete a thread that has forks (`Checkpointer.fork`): they share its messages, so
+ * it is kept, and nothing was changed. `forks` names them (the direct forks, oldest first); delete them first.
+ */
+export class ThreadHasForksError extends CubepiError {
+  readonly code = 'thread_has_forks';
+  readonly threadId: string;
+  readonly forks: readonly string[];
+
+  constructor(threadId: string, forks: readonly string[]) {
+    const shown = forks.slice(0, 5).map((id) => JSON.stringify(id));
+    const more = forks.length > 5 ? ` and ${forks.length - 5} more` : '';
+    super(`Thread "${threadId}" has forks (${shown.join(', ')}${more}) that share its messages: delete them first`);
+    this.threadId = threadId;
+    this.forks = [...forks];
   }
 }
 
