@@ -86,11 +86,9 @@ export function createTerminalView(options: TerminalViewOptions): TerminalView {
   return {
     next(event) {
       switch (event.type) {
-        case 'agent_start':
-          usersSeen = 0;
-          return;
         case 'message_start':
-          // The first user message is the prompt the user just typed; later ones are steering messages going in.
+          // A view follows one prompt (and the runs its approvals resume): the first user message is that prompt, later
+          // ones are steering messages going in.
           if (event.message.role === 'user' && usersSeen++ > 0)
             line(style.dim(`↳ steering: ${clip(textOf(event.message), 200)}`));
           return;
@@ -134,8 +132,10 @@ export function createTerminalView(options: TerminalViewOptions): TerminalView {
         case 'agent_end': {
           // A run that failed before using anything: its error line (the command's) says it all.
           if (event.outcome === 'failed' && event.usage.totalTokens === 0) return;
+          // A suspended run goes on once the approvals are answered; its usage is shown then.
+          if (event.outcome === 'suspended') return;
           const calls = event.messages.filter((m) => m.role === 'assistant').length;
-          const suffix = event.outcome === 'completed' || event.outcome === 'suspended' ? '' : ` · ${event.outcome}`;
+          const suffix = event.outcome === 'completed' ? '' : ` · ${event.outcome}`;
           line(style.dim(`[${formatUsage(event.usage, calls)}${suffix}]`));
           return;
         }
