@@ -52,7 +52,10 @@ describe('cubepi run, offline', () => {
     expect(parsed.at(-2)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
     expect(parsed.at(-1)).toMatchObject({ type: 'result', outcome: 'completed', threadId: 'j1' });
     // Full events: message_update keeps its stream event (the delta text) and the run id.
-    const delta = parsed.find((e) => e.type === 'message_update') as { streamEvent: { type: string }; runId: string };
+    const delta = parsed.find((e) => e.type === 'message_update') as unknown as {
+      streamEvent: { type: string };
+      runId: string;
+    };
     expect(delta.runId).toBe(parsed[0]!.runId);
     expect(delta.streamEvent.type).toBeTypeOf('string');
     expect(parsed.some((e) => JSON.stringify(e).includes('"delta":"(off'))).toBe(true);
