@@ -22,13 +22,21 @@ export type DriveResult =
   | { readonly kind: 'cancelled' }
   | { readonly kind: 'error'; readonly error: unknown };
 
-/** Runs `run$` (and the runs its approvals resume) to the end; never rejects. */
+/**
+ * Runs `run$` (and the runs its approvals resume) to the end; never rejects. Approvals a previous process left
+ * unanswered on the thread (it was stopped at the question) are asked about first, so the thread can go on.
+ */
 export async function driveRun(
   agent: Agent,
   run$: Observable<AgentEvent>,
   options: DriveRunOptions,
 ): Promise<DriveResult> {
-  let current$ = run$;
+  try {
+    await agent.restore();
+  } catch (error) {
+    return { kind: 'error', error };
+  }
+  let current$ = agent.pending.length > 0 ? concat(answers$(agent, options.ask), run$) : run$;
   for (;;) {
     const result = await follow(current$, options);
     if (result.kind !== 'ended' || result.end?.outcome !== 'suspended') return result;

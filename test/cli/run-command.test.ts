@@ -226,6 +226,25 @@ describe('cubepi run, through the SDKs against local servers', () => {
     expect(result.stdout).toBe('Ran it.\n');
   });
 
+  it('Ctrl-C at the question leaves it stored with the thread; the next run asks it again first', async () => {
+    const cwd = workdir();
+    server.reply(sse(openaiToolCalls(['run_command', { command: 'echo later > later.txt' }])));
+    const first = startCli(['run', 'Do it', '--allow-shell', '--thread', 'held'], { cwd, env: openai() });
+    await first.waitFor('? [y/N] ');
+    first.child.kill('SIGINT');
+    expect((await first.done).code).toBe(130);
+    expect(existsSync(join(cwd, 'later.txt'))).toBe(false);
+    server.reply(sse(openaiText('Done it.')), sse(openaiText('And the next.')));
+    const second = startCli(['run', 'Next', '--allow-shell', '--thread', 'held'], { cwd, env: openai() });
+    await second.waitFor('Allow run_command to run the shell command: echo later > later.txt? [y/N] ');
+    second.child.stdin.write('y\n');
+    const result = await second.done;
+    expect(result.code).toBe(0);
+    expect(readFileSync(join(cwd, 'later.txt'), 'utf8')).toBe('later\n');
+    expect(result.stdout).toBe('Done it.\nAnd the next.\n');
+    expect(server.requests).toHaveLength(3);
+  });
+
   it('a declined write is denied and the model is told; --yes runs it without asking', async () => {
     const cwd = workdir();
     server.reply(sse(openaiToolCalls(['write_file', { path: 'a.txt', content: 'A' }])), sse(openaiText('OK.')));
