@@ -92,6 +92,11 @@ function track(child: ChildProcessWithoutNullStreams): RunningCli {
   child.stdout.on('data', (chunk: Buffer) => ((output.stdout += chunk.toString('utf8')), notify()));
   child.stderr.on('data', (chunk: Buffer) => ((output.stderr += chunk.toString('utf8')), notify()));
   let exited = false;
+  // A missing executable (no `script` on this system) fails the test with its cause, not an unhandled 'error'.
+  child.once('error', (error) => {
+    output.stderr += `spawn failed: ${error.message}\n`;
+    notify();
+  });
   const done = new Promise<CliResult>((resolve) =>
     child.once('close', (code) => {
       exited = true;
