@@ -200,8 +200,9 @@ describe.concurrent('an app that installs the tarball', () => {
       });
 
       if (app.kind === 'node') {
-        const cli = await exec(join(dir, 'node_modules/.bin/cubepi'), ['--delay', '0'], { cwd: dir });
-        expect(cli.stdout).toContain('Pack an umbrella for Paris.');
+        // The installed command runs its offline demo without any optional peer (no SQLite driver: nothing stored).
+        const cli = await exec(join(dir, 'node_modules/.bin/cubepi'), ['demo', '--delay', '0'], { cwd: dir });
+        expect(cli.stdout).toContain("This is cubepi's offline demo model");
       }
     },
     600_000,

@@ -196,33 +196,28 @@ describe('the cubepi command', () => {
     }
   });
 
-  it('runs the offline example agent end to end, streaming text and tool calls', async () => {
-    const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--delay', '0'], { cwd: root });
-    expect(stdout).toContain('> What is the weather in Paris and Oslo?');
-    expect(stdout).toContain('→ weather({"city":"Paris"})');
-    expect(stdout).toContain('← weather: Oslo: 7 °C, clear');
-    expect(stdout).toContain('Pack an umbrella for Paris.');
-    expect(stdout).toMatch(/\[5 messages, 2 model calls, ~\d+ tokens\]/);
-  });
-
-  it('prints every event as a JSON line with --events', async () => {
-    const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--events', '--delay', '0', 'hello'], {
+  it('cubepi demo (npm start) says what cubepi is and runs an agent offline, labelled as a demo', async () => {
+    const { stdout, stderr } = await run(process.execPath, ['dist/src/cli/main.js', 'demo', '--delay', '0'], {
       cwd: root,
     });
-    const types = stdout
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => (JSON.parse(line) as { type: string }).type);
-    expect(types[0]).toBe('agent_start');
-    expect(types.at(-1)).toBe('agent_end');
-    expect(types).toContain('tool_execution_end');
+    expect(stdout).toMatch(/^cubepi: an LLM agent runtime for TypeScript built on RxJS, and this is its command\.\n/);
+    expect(stdout).toContain('> cubepi run "Show me around this directory." --provider faux --db memory');
+    expect(stdout).toContain("This is cubepi's offline demo model");
+    expect(stdout).toContain('- read_file README.md: "# cubepi"');
+    expect(stdout).toContain('Next: cubepi chat (interactive)');
+    expect(stderr).toContain('⚙ list_files({"path":"."})');
   });
 
-  it('rejects a bad option with a clear message and exit code 2', async () => {
-    const error = (await run(process.execPath, ['dist/src/cli/main.js', '--delay', 'soon'], { cwd: root }).catch(
+  it('cubepi --help lists every command; an option without a command exits 2', async () => {
+    const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--help'], { cwd: root });
+    for (const name of ['chat', 'run', 'threads', 'demo', 'mcp', 'trace'])
+      expect(stdout).toMatch(new RegExp(`^  ${name} `, 'm'));
+    const error = (await run(process.execPath, ['dist/src/cli/main.js', '--events'], { cwd: root }).catch(
       (e: unknown) => e,
     )) as { code: number; stderr: string };
     expect(error.code).toBe(2);
-    expect(error.stderr).toContain('--delay must be a number of milliseconds');
+    expect(error.stderr).toBe(
+      'cubepi: unknown command "--events" (options go after a command; cubepi --help lists the commands)\n',
+    );
   });
 });

@@ -1,19 +1,26 @@
 /**
- * `cubepi serve`: a chat page and the agent server behind it (`cubepi/server`), threads stored in SQLite (or
- * PostgreSQL). Loopback by default; any other address needs `--auth-token`. Offline, a scripted demo model streams
- * its answers slowly enough to watch, reports tool progress, and asks for approval before its guarded tool.
+ * `cubepi serve`: a chat page and the agent server behind it (`cubepi/server`), threads stored where the other
+ * commands keep them (`--db`, `CUBEPI_DB`, else SQLite at `.cubepi/threads.db`). Loopback by default; any other
+ * address needs `--auth-token`. The model is chosen like `cubepi run`'s; offline, a scripted demo model streams its
+ * answers slowly enough to watch, reports tool progress, and asks for approval before its guarded tool.
  * @module
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, extname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { Agent, defineTool, ToolGuard, type Checkpointer, type Message } from '../index.js';
+import { Agent, defineTool, ToolGuard, type AnyAgentTool, type Checkpointer, type Message } from '../index.js';
 import { attachWebSocket, createAgentServer, toNodeListener } from '../server/index.js';
 import { FauxProvider, fauxMessage, fauxToolCall } from '../testing/index.js';
+import { parseDelay } from './agent-setup.js';
+import { chooseModel, type ModelChoice } from './choose-model.js';
+import { EXIT, usageError } from './cli-error.js';
+import type { Command } from './command.js';
+import { openCheckpointer, storeSpec } from './open-checkpointer.js';
+import { parseCommandArgs } from './parse-options.js';
+import { builtinTools } from './tools/builtin-tools.js';
 
 const HELP = `Usage: cubepi serve [options]
 
@@ -23,7 +30,9 @@ with live progress, Stop, approvals for guarded tools, and a reload mid-run that
 Options:
   --port <n>            port (default 8787; 0 picks a free one)
   --host <addr>         address to bind (default 127.0.0.1)
-  --db <path|url>       SQLite file (default .cubepi/threads.db) or postgres://… (also CUBEPI_DB)
+  --db <path|url>       SQLite file (default .cubepi/threads.db), postgres://…, or memory (also CUBEPI_DB)
+  --provider <p>        anthropic | openai | openai-responses | faux (default: from the environment, else the demo)
+  --model <id>          the model id (default: the provider's current one)
   --auth-token <token>  required by every request (also CUBEPI_AUTH_TOKEN); mandatory off loopback; open the page
                         as http://host:port/#token=<token>
   --cors-origin <url>   allow this page origin to call the API (repeatable)
@@ -46,43 +55,45 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
 };
 
-/** Runs `cubepi serve` with `argv` (after `serve`); resolves with the exit code once the server stopped. */
-export async function serveCommand(argv: readonly string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      options: {
-        port: { type: 'string', default: '8787' },
-        host: { type: 'string', default: '127.0.0.1' },
-        db: { type: 'string' },
-        'auth-token': { type: 'string' },
-        'cors-origin': { type: 'string', multiple: true },
-        delay: { type: 'string', default: '25' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    }));
-  } catch (error) {
-    process.stderr.write(`cubepi serve: ${(error as Error).message}\n`);
-    return 2;
-  }
+/** `cubepi serve`: resolves with the exit code once the server stopped (SIGINT: 130, SIGTERM: 0). */
+export const serveCommand: Command = async (args, context) => {
+  const { values } = parseCommandArgs(
+    'serve',
+    args,
+    {
+      port: { type: 'string', default: '8787' },
+      host: { type: 'string', default: '127.0.0.1' },
+      db: { type: 'string' },
+      provider: { type: 'string' },
+      model: { type: 'string' },
+      'auth-token': { type: 'string' },
+      'cors-origin': { type: 'string', multiple: true },
+      delay: { type: 'string' },
+      debug: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    false,
+  );
   if (values.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
+    context.stdout.write(`${HELP}\n`);
+    return EXIT.ok;
   }
   const port = Number(values.port);
-  const delayMs = Number(values.delay);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) return usage(`--port must be 0-65535, got ${values.port}`);
-  if (!Number.isFinite(delayMs) || delayMs < 0) return usage(`--delay must be milliseconds, got ${values.delay}`);
-  const token = values['auth-token'] ?? process.env.CUBEPI_AUTH_TOKEN;
-  if (token !== undefined && token.length < 16) return usage('--auth-token must be at least 16 characters');
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw usageError(`serve: --port must be 0-65535, got ${values.port}`);
+  const delayMs = parseDelay(values.delay) ?? 25;
+  const token = values['auth-token'] ?? (context.env.CUBEPI_AUTH_TOKEN || undefined);
+  if (token !== undefined && token.length < 16) throw usageError('serve: --auth-token must be at least 16 characters');
   if (!isLoopback(values.host) && token === undefined) {
-    return usage(`binding ${values.host} exposes the agent to the network: set --auth-token (16+ characters)`);
+    throw usageError(
+      `serve: binding ${values.host} exposes the agent to the network: set --auth-token (16+ characters)`,
+    );
   }
-
-  const checkpointer = await openCheckpointer(values.db ?? process.env.CUBEPI_DB ?? '.cubepi/threads.db');
+  const choice = await chooseModel({ provider: values.provider, model: values.model, delayMs }, context.env);
+  const store = await openCheckpointer(storeSpec(values.db, context.env), context.cwd);
+  const checkpointer = store.checkpointer;
   const server = createAgentServer({
-    agent: (threadId) => demoAgent(checkpointer, threadId, delayMs),
+    agent: (threadId) => serveAgent(choice, checkpointer, threadId, delayMs, context.cwd),
     checkpointer,
     authToken: token,
     cors: { origins: values['cors-origin'] ?? [] },
@@ -95,15 +106,16 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   });
   await attachWebSocket(http, server);
   await new Promise<void>((ready, fail) => {
-    http.once('error', fail);
+    http.once('error', (error) => fail(new Error(`cannot listen on ${values.host}:${port}: ${error.message}`)));
     http.listen(port, values.host, ready);
   });
   const { port: bound } = http.address() as AddressInfo;
   const host = values.host.includes(':') ? `[${values.host}]` : values.host;
-  process.stdout.write(
-    `cubepi serve: http://${host}:${bound}/${token === undefined ? '' : '#token=…'} ` +
-      '(demo model: offline and scripted; threads in ' +
-      `${values.db ?? process.env.CUBEPI_DB ?? '.cubepi/threads.db'})\n`,
+  if (choice.notice !== undefined) context.stderr.write(`${choice.notice}\n`);
+  context.stdout.write(
+    `cubepi serve: http://${host}:${bound}/${token === undefined ? '' : '#token=<your token>'} ` +
+      `(model: ${choice.demo ? 'the offline demo' : `${choice.providerName} ${choice.model}`}; threads: ` +
+      `${store.description})\n`,
   );
   return new Promise<number>((done) => {
     const stop = (code: number) => () => {
@@ -111,15 +123,10 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
       http.closeAllConnections();
       http.close(() => void Promise.resolve(checkpointer.close?.()).then(() => done(code)));
     };
-    process.once('SIGINT', stop(130));
-    process.once('SIGTERM', stop(0));
+    process.once('SIGINT', stop(EXIT.interrupted));
+    process.once('SIGTERM', stop(EXIT.ok));
   });
-}
-
-function usage(message: string): number {
-  process.stderr.write(`cubepi serve: ${message}\n`);
-  return 2;
-}
+};
 
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
@@ -143,16 +150,6 @@ function serveStatic(req: IncomingMessage, res: ServerResponse): void {
     'cache-control': 'no-cache',
   });
   res.end(req.method === 'HEAD' ? undefined : body);
-}
-
-async function openCheckpointer(where: string): Promise<Checkpointer> {
-  if (/^postgres(ql)?:\/\//.test(where)) {
-    const { PostgresCheckpointer } = await import('../checkpoint/postgres.js');
-    return new PostgresCheckpointer(where);
-  }
-  mkdirSync(dirname(resolve(where)), { recursive: true });
-  const { SQLiteCheckpointer } = await import('../checkpoint/sqlite.js');
-  return new SQLiteCheckpointer(where);
 }
 
 /** A tool that reports progress three times, then answers; cancellable at any moment. */
@@ -226,12 +223,23 @@ function demoProvider(delayMs: number): FauxProvider {
   return new FauxProvider({ delayMs, chunkSize: 4, responses: Array.from({ length: 200 }, () => script) });
 }
 
-function demoAgent(checkpointer: Checkpointer, threadId: string, delayMs: number): Agent {
+/**
+ * A thread's agent: with the demo model, its two demo tools (`delete_notes` guarded); with a real model, the command's
+ * read-only built-in tools confined to the working directory.
+ */
+function serveAgent(
+  choice: ModelChoice,
+  checkpointer: Checkpointer,
+  threadId: string,
+  delayMs: number,
+  cwd: string,
+): Agent {
+  const tools: AnyAgentTool[] = choice.demo ? [research, deleteNotes] : builtinTools({ dir: cwd });
   return new Agent({
-    provider: demoProvider(delayMs),
-    model: 'faux',
-    systemPrompt: 'You are the cubepi demo assistant.',
-    tools: [research, deleteNotes],
+    provider: choice.demo ? demoProvider(delayMs) : choice.provider,
+    model: choice.demo ? 'faux' : choice.model,
+    systemPrompt: choice.demo ? 'You are the cubepi demo assistant.' : `You help with the files in ${cwd}.`,
+    tools,
     middleware: [new ToolGuard({ policy: ToolGuard.byName({ ask: ['delete_notes'] }) })],
     checkpointer,
     threadId,

@@ -6,6 +6,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parseJsonlSpans, type JsonlSpanRecord } from '../tracing/jsonl.js';
+import type { Command } from './command.js';
 
 export const TRACE_HELP = `Usage: cubepi trace list [--file <path>]
        cubepi trace show <trace id, or a unique prefix> [--file <path>]
@@ -190,3 +191,10 @@ function table(rows: readonly (readonly string[])[], right: readonly boolean[]):
     )
     .join('');
 }
+
+/** `cubepi trace …` as a dispatcher {@link Command}. */
+export const traceCli: Command = (args, context) =>
+  traceCommand(args, {
+    out: (text) => void context.stdout.write(text),
+    err: (text) => void context.stderr.write(text),
+  });
