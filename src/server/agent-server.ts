@@ -10,10 +10,9 @@ import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { ConfigurationError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
-import { sseRecord } from '../wire/frames.js';
 import { readChatRequest, uiMessageStreamResponse } from './ai-sdk-chat.js';
 import { isAuthorized } from './auth.js';
-import { frameBatches, ResumeGoneError } from './frame-pump.js';
+import { FrameReader, ResumeGoneError, sseChunk } from './frame-pump.js';
 import { errorResponse, HttpError, json, readJsonBody } from './http.js';
 import { RunRegistry } from './run-registry.js';
 
@@ -28,7 +27,8 @@ export interface AgentServerOptions {
   readonly checkpointer?: Checkpointer | undefined;
   /**
    * Text, thinking and tool-argument deltas are merged for the wire over this many milliseconds (default 16; 0 merges
-   * what arrives in the same macrotask): fewer frames, same characters, same order (`throttleDeltas`).
+   * what arrives before the next timer fires, at least a millisecond on Node): fewer frames, same characters, same
+   * order (`throttleDeltas`).
    */
   readonly flushMs?: number | undefined;
   /** How long a run's frames stay available for a resume after it ended (default 300,000 ms). */
@@ -73,7 +73,8 @@ export interface ServerSettings {
   readonly maxBodyBytes: number;
 }
 
-const encoder = new TextEncoder();
+/** An SSE comment line: keeps an idle stream open through proxies. */
+const HEARTBEAT = new TextEncoder().encode(':\n\n');
 
 /**
  * Serves agents over HTTP: start a run on a thread, stream any run's events as Server-Sent Events (resumable with
@@ -194,26 +195,21 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const log = registry.log(runId);
     if (log === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
     const after = resumePosition(request.headers.get('last-event-id') ?? url.searchParams.get('after'));
-    if (log.after(after) === undefined) {
-      throw new HttpError(410, 'resume_gone', new ResumeGoneError(runId, after).message);
+    let reader: FrameReader;
+    try {
+      reader = new FrameReader(log, after, settings.heartbeatMs);
+    } catch (error) {
+      if (error instanceof ResumeGoneError) throw new HttpError(410, 'resume_gone', error.message);
+      throw error;
     }
-    let leave!: () => void;
-    const left = new Promise<void>((resolve) => (leave = resolve));
-    const batches = frameBatches(log, after, left, settings.heartbeatMs);
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        const next = await batches.next();
-        if (next.done === true) {
-          controller.close();
-          return;
-        }
-        const item = next.value;
-        const text = item === 'heartbeat' ? ':\n\n' : item.map((f) => sseRecord(f.frame, f.json)).join('');
-        controller.enqueue(encoder.encode(text));
+        const item = await reader.next();
+        if (item === null) controller.close();
+        else controller.enqueue(item === 'heartbeat' ? HEARTBEAT : sseChunk(item));
       },
       cancel() {
-        leave();
-        void batches.return(undefined);
+        reader.stop();
       },
     });
     return new Response(body, {

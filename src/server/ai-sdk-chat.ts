@@ -7,7 +7,7 @@
 import { Subject } from 'rxjs';
 import { toUIMessageStream, type UIMessageStreamPart } from '../../operators/to-ui-message-stream.js';
 import type { AgentEvent } from '../types/agent-events.js';
-import { frameBatches } from './frame-pump.js';
+import { FrameReader, frameOf } from './frame-pump.js';
 import { HttpError } from './http.js';
 import type { RunRegistry } from './run-registry.js';
 
@@ -59,10 +59,7 @@ export function uiMessageStreamResponse(
   cancelOnLeave: boolean,
   heartbeatMs: number,
 ): Response {
-  const log = registry.log(runId)!;
-  let leave!: () => void;
-  const left = new Promise<void>((resolve) => (leave = resolve));
-  const batches = frameBatches(log, 0, left, heartbeatMs);
+  const reader = new FrameReader(registry.log(runId)!, 0, heartbeatMs);
   const events = new Subject<AgentEvent>();
   let parts: UIMessageStreamPart[] = [];
   const subscription = events.pipe(toUIMessageStream()).subscribe((part) => parts.push(part));
@@ -74,19 +71,22 @@ export function uiMessageStreamResponse(
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       for (;;) {
-        const next = await batches.next();
-        if (next.done === true) {
+        const item = await reader.next();
+        if (item === null) {
           events.complete();
           subscription.unsubscribe();
           controller.enqueue(encoder.encode(`${take()}data: [DONE]\n\n`));
           controller.close();
           return;
         }
-        if (next.value === 'heartbeat') {
+        if (item === 'heartbeat') {
           controller.enqueue(encoder.encode(':\n\n'));
           return;
         }
-        for (const { frame } of next.value) if (frame.kind === 'event') events.next(frame.event);
+        for (const sent of item) {
+          const frame = frameOf(sent);
+          if (frame.kind === 'event') events.next(frame.event);
+        }
         const text = take();
         if (text !== '') {
           controller.enqueue(encoder.encode(text));
@@ -95,8 +95,7 @@ export function uiMessageStreamResponse(
       }
     },
     cancel() {
-      leave();
-      void batches.return(undefined);
+      reader.stop();
       subscription.unsubscribe();
       if (cancelOnLeave) registry.cancel(runId, 'the chat client left');
     },

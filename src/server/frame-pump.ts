@@ -1,66 +1,108 @@
 /**
  * Reading a run's log as one client does: batches of frames after a seq, at the client's pace, until the run's
- * terminal frame (or the client leaves, or the server closes). Shared by the SSE and WebSocket transports.
+ * terminal frame (or the client leaves, or the server closes). Shared by the SSE, WebSocket and UI message streams.
  * @module
  */
 import type { WireFrame } from '../wire/frames.js';
-import { fullJson, type LoggedFrame, type RunLog } from './run-log.js';
+import { fullJson, sseBytes, type LoggedFrame, type RunLog } from './run-log.js';
 
 /** The most frames sent in one write, so a client far behind catches up in bounded chunks. */
 const MAX_BATCH = 512;
 
-/** A frame and the JSON text to send it as, on one connection. */
+/** A frame as one connection sends it: `whole` when a compact frame must go whole (see {@link FrameReader}). */
 export interface SentFrame {
-  readonly frame: WireFrame;
-  readonly json: string;
+  readonly logged: LoggedFrame;
+  readonly whole: boolean;
 }
 
-/** What {@link frameBatches} yields: frames to send, or a heartbeat when nothing happened for a while. */
-export type PumpItem = readonly SentFrame[] | 'heartbeat';
+/** The frame of a {@link SentFrame}. */
+export const frameOf = (sent: SentFrame): WireFrame => sent.logged.frame;
+
+/** The JSON text of a {@link SentFrame} (a WebSocket message). */
+export const jsonOf = (sent: SentFrame): string => (sent.whole ? fullJson(sent.logged) : sent.logged.json);
+
+/** The SSE bytes of a batch, one buffer: each frame's record encoded once for all clients, then copied. */
+export function sseChunk(batch: readonly SentFrame[]): Uint8Array {
+  if (batch.length === 1) return sseBytes(batch[0]!.logged, batch[0]!.whole);
+  const parts = batch.map((sent) => sseBytes(sent.logged, sent.whole));
+  let size = 0;
+  for (const part of parts) size += part.byteLength;
+  const chunk = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    chunk.set(part, offset);
+    offset += part.byteLength;
+  }
+  return chunk;
+}
+
+/** What {@link FrameReader.next} gives: frames to send, a heartbeat after a quiet while, or `null` at the end. */
+export type PumpItem = readonly SentFrame[] | 'heartbeat' | null;
 
 /**
- * The frames of `log` after seq `after`, in batches, waiting for new ones, until a terminal frame was yielded. Ends
- * early when `stopped` resolves (the client left) or the log is abandoned (the server closes). Yields `'heartbeat'`
- * after `heartbeatMs` without a frame. Throws {@link ResumeGoneError} when frames after `after` were dropped.
+ * One connection's position in a run's log. {@link next} returns the frames after the position (in batches of at
+ * most 512), waiting when there are none; `null` after the run's terminal frame, after {@link stop} (the client left)
+ * or when the log is abandoned (the server closes); `'heartbeat'` after `heartbeatMs` without a frame.
+ *
+ * A compact update needs the message it grows: this connection's first update of a message goes whole. Waiting costs
+ * one listener and one timer, both released when the wait ends, however it ends.
  * @internal
  */
-export async function* frameBatches(
-  log: RunLog,
-  after: number,
-  stopped: Promise<void>,
-  heartbeatMs: number,
-): AsyncGenerator<PumpItem> {
-  let cursor = after;
-  let stop = false;
-  // Whether this connection has sent a frame of the message streaming now: a compact update needs one before it.
-  let based = false;
-  const send = (logged: LoggedFrame): SentFrame => {
-    const { frame } = logged;
-    const json = logged.compact && !based ? fullJson(logged) : logged.json;
-    if (frame.kind === 'event') {
-      const type = frame.event.type;
-      if (type === 'message_update' || type === 'message_start') based = true;
-      else if (type === 'message_end') based = false;
+export class FrameReader {
+  private cursor: number;
+  private based = false;
+  private done = false;
+  private interrupt: (() => void) | undefined;
+
+  /** Throws {@link ResumeGoneError} when the frames after `after` were dropped. */
+  constructor(
+    private readonly log: RunLog,
+    after: number,
+    private readonly heartbeatMs: number,
+  ) {
+    if (log.after(after) === undefined) throw new ResumeGoneError(log.runId, after);
+    this.cursor = after;
+  }
+
+  /** Ends the reading: a pending {@link next} resolves with `null`. */
+  stop(): void {
+    this.done = true;
+    this.interrupt?.();
+  }
+
+  async next(): Promise<PumpItem> {
+    for (;;) {
+      if (this.done || this.log.abandoned) return null;
+      const frames = this.log.after(this.cursor);
+      if (frames === undefined) throw new ResumeGoneError(this.log.runId, this.cursor);
+      if (frames.length > 0) return this.take(frames.length > MAX_BATCH ? frames.slice(0, MAX_BATCH) : frames);
+      const woke = await new Promise<'frame' | 'heartbeat'>((resolve) => {
+        const finish = (why: 'frame' | 'heartbeat') => {
+          clearTimeout(timer);
+          remove();
+          this.interrupt = undefined;
+          resolve(why);
+        };
+        const timer = setTimeout(() => finish('heartbeat'), this.heartbeatMs);
+        const remove = this.log.onChange(() => finish('frame'));
+        this.interrupt = () => finish('frame');
+      });
+      if (woke === 'heartbeat' && !this.done) return 'heartbeat';
     }
-    return { frame, json };
-  };
-  void stopped.then(() => (stop = true));
-  while (!stop && !log.abandoned) {
-    const frames = log.after(cursor);
-    if (frames === undefined) throw new ResumeGoneError(log.runId, cursor);
-    if (frames.length > 0) {
-      const batch = frames.length > MAX_BATCH ? frames.slice(0, MAX_BATCH) : frames;
-      const last = batch[batch.length - 1]!;
-      cursor = last.frame.seq;
-      yield batch.map(send);
-      if (last.frame.kind !== 'event') return;
-      continue;
+  }
+
+  private take(batch: readonly LoggedFrame[]): SentFrame[] {
+    const sent: SentFrame[] = new Array<SentFrame>(batch.length);
+    for (let i = 0; i < batch.length; i++) {
+      const logged = batch[i]!;
+      sent[i] = { logged, whole: logged.compact && !this.based };
+      const frame = logged.frame;
+      if (frame.kind !== 'event') this.done = true;
+      else if (frame.event.type === 'message_update' || frame.event.type === 'message_start') this.based = true;
+      else if (frame.event.type === 'message_end') this.based = false;
     }
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const beat = new Promise<'heartbeat'>((resolve) => (timer = setTimeout(() => resolve('heartbeat'), heartbeatMs)));
-    const woke = await Promise.race([log.changed(cursor), stopped, beat]);
-    clearTimeout(timer);
-    if (woke === 'heartbeat' && !stop) yield 'heartbeat';
+    this.cursor = batch[batch.length - 1]!.frame.seq;
+    return sent;
   }
 }
 

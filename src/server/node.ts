@@ -8,7 +8,8 @@ import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
 import type { AgentServer } from './agent-server.js';
 import { isAuthorized } from './auth.js';
-import { frameBatches } from './frame-pump.js';
+import { FrameReader, jsonOf } from './frame-pump.js';
+import type { WebSocket } from 'ws';
 
 /**
  * A Node `http` request listener serving `server`: each request becomes a Fetch `Request` (its body streamed, its
@@ -47,20 +48,32 @@ async function serve(server: AgentServer, req: IncomingMessage, res: ServerRespo
   }
   res.flushHeaders();
   const reader = response.body.getReader();
-  const gone = new Promise<void>((resolve) => res.once('close', resolve));
+  // The client leaving cancels the body: a pending read ends, and the stream's own cancel stops its reader.
+  const onClose = () => void reader.cancel().catch(() => undefined);
+  res.once('close', onClose);
   try {
     for (;;) {
-      const next = await Promise.race([reader.read(), gone.then(() => undefined)]);
-      if (next === undefined || next.done) break;
-      if (!res.write(next.value)) {
-        await Promise.race([new Promise((resolve) => res.once('drain', resolve)), gone]);
-      }
-      if (res.destroyed) break;
+      const next = await reader.read();
+      if (next.done || res.destroyed) break;
+      if (!res.write(next.value)) await drained(res);
     }
   } finally {
-    if (res.destroyed) await reader.cancel().catch(() => undefined);
-    else res.end();
+    res.off('close', onClose);
+    if (!res.destroyed) res.end();
   }
+}
+
+/** Resolves when `res` can take more (`drain`) or is gone (`close`), leaving no listener behind. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.once('drain', done);
+    res.once('close', done);
+  });
 }
 
 /** Options of {@link attachWebSocket}. */
@@ -110,23 +123,24 @@ export async function attachWebSocket(
       const after = Number(url.searchParams.get('after') ?? '0');
       if (!Number.isSafeInteger(after) || after < 0) return refuse(400, 'Bad Request');
       if (log === undefined) return refuse(404, 'Not Found');
-      if (log.after(after) === undefined) return refuse(410, 'Gone');
+      let reader: FrameReader;
+      try {
+        reader = new FrameReader(log, after, heartbeatMs);
+      } catch {
+        return refuse(410, 'Gone');
+      }
       wss.handleUpgrade(req, socket, head, (ws) => {
-        let leave!: () => void;
-        const left = new Promise<void>((resolve) => (leave = resolve));
-        ws.once('close', leave);
+        ws.once('close', () => reader.stop());
         ws.on('message', () => undefined);
         void (async () => {
           try {
-            for await (const item of frameBatches(log, after, left, heartbeatMs)) {
+            for (let item = await reader.next(); item !== null; item = await reader.next()) {
               if (item === 'heartbeat') {
                 ws.ping();
                 continue;
               }
-              for (const { json } of item) ws.send(json);
-              while (ws.bufferedAmount > highWaterMark && ws.readyState === ws.OPEN) {
-                await Promise.race([new Promise((resolve) => setTimeout(resolve, 5)), left]);
-              }
+              for (const sent of item) ws.send(jsonOf(sent));
+              if (ws.bufferedAmount > highWaterMark) await sendQueueDrained(ws, highWaterMark);
             }
             if (ws.readyState === ws.OPEN) ws.close(log.ended ? 1000 : 1012, log.ended ? 'run ended' : 'restarting');
           } catch {
@@ -136,4 +150,11 @@ export async function attachWebSocket(
       });
     })();
   });
+}
+
+/** Resolves when `ws` has sent all but `highWaterMark` bytes, or is closed (polled: ws has no drain event). */
+async function sendQueueDrained(ws: WebSocket, highWaterMark: number): Promise<void> {
+  while (ws.bufferedAmount > highWaterMark && ws.readyState === ws.OPEN) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }

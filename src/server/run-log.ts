@@ -5,7 +5,7 @@
  */
 import type { AssistantMessage } from '../types/messages.js';
 import { compactUpdate } from '../wire/compact-deltas.js';
-import { frameJson, type WireFrame } from '../wire/frames.js';
+import { frameJson, sseRecord, type WireFrame } from '../wire/frames.js';
 
 /**
  * A frame with its JSON text, encoded once for every client: a delta update whose snapshot grew by its delta alone is
@@ -16,11 +16,23 @@ export interface LoggedFrame {
   readonly frame: WireFrame;
   readonly json: string;
   readonly compact: boolean;
+  /** The SSE record of `json` as bytes, encoded once for every SSE client (on first use). */
+  sse?: Uint8Array;
+  /** The SSE record of the whole frame, for a compact one (on first use). */
+  fullSse?: Uint8Array;
 }
+
+const encoder = new TextEncoder();
 
 /** The whole JSON of a logged frame (its `json` unless that is compact). */
 export function fullJson(logged: LoggedFrame): string {
   return logged.compact ? frameJson(logged.frame) : logged.json;
+}
+
+/** The SSE record of a logged frame as bytes, compact or whole, encoded once and kept. */
+export function sseBytes(logged: LoggedFrame, whole: boolean): Uint8Array {
+  if (whole && logged.compact) return (logged.fullSse ??= encoder.encode(sseRecord(logged.frame, fullJson(logged))));
+  return (logged.sse ??= encoder.encode(sseRecord(logged.frame, logged.json)));
 }
 
 /** Limits of a {@link RunLog}. */
@@ -44,7 +56,7 @@ export class RunLog {
   private endedBefore = 0;
   /** The first seq that may have been dropped from the front (resuming from before it is refused). */
   private droppedThrough = 0;
-  private waiters: (() => void)[] = [];
+  private readonly waiters = new Set<() => void>();
   /** The latest snapshot of the message streaming in the run (what a compact update grows). */
   private snapshot: AssistantMessage | undefined;
   private lastSeq = 0;
@@ -83,10 +95,7 @@ export class RunLog {
       }
     }
     if (this.frames.length > this.limits.maxFrames) this.compact();
-    const waiters = this.waiters;
-    if (waiters.length === 0) return;
-    this.waiters = [];
-    for (const wake of waiters) wake();
+    this.wake();
   }
 
   /**
@@ -107,17 +116,25 @@ export class RunLog {
     return low === frames.length ? [] : frames.slice(low);
   }
 
-  /** Resolves when a frame is appended (at once if the log has frames after `seq` or has ended). */
-  changed(seq: number): Promise<void> {
-    if (this.lastSeq > seq || this.ended || this.abandoned) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push(resolve));
+  /**
+   * Calls `listener` once, at the next append or when the log is abandoned; returns a function that removes it (a
+   * reader that stops waiting for another reason leaves nothing behind).
+   */
+  onChange(listener: () => void): () => void {
+    this.waiters.add(listener);
+    return () => this.waiters.delete(listener);
   }
 
   /** Marks the log abandoned (the server is closing) and wakes every waiting reader. */
   abandon(): void {
     this.abandoned = true;
-    const waiters = this.waiters;
-    this.waiters = [];
+    this.wake();
+  }
+
+  private wake(): void {
+    if (this.waiters.size === 0) return;
+    const waiters = [...this.waiters];
+    this.waiters.clear();
     for (const wake of waiters) wake();
   }
 
