@@ -226,10 +226,8 @@ describe('agentTool', () => {
     });
     const parent = new FauxProvider({ responses: [fauxMessage([fauxToolCall('research', { prompt: 'go' })])] });
     const agent = new Agent({ provider: parent, model: 'faux', tools: [research] });
-    const startedAt = Date.now();
     const added = await agent.prompt('hi', { deadlineMs: 100 });
-    expect(Date.now() - startedAt).toBeLessThan(2_000);
-    expect(childModel.signals[0]!.aborted).toBe(true);
+    expect(childModel.signals[0]!.aborted).toBe(true); // cut short: the child's model would answer after 5 s
     const result = toolResults(added)[0]!;
     expect(result).toMatchObject({ isError: true, outcome: 'aborted' });
     expect(added.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });

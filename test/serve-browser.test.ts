@@ -94,7 +94,7 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
     await page.click('#send');
   }
 
-  it('streams the answer token by token, with the tool call and its progress', async () => {
+  it('streams the answer token by token, with the tool call and its progress', { timeout: 90_000 }, async () => {
     const { page, problems } = await open('stream-1');
     await send(page, 'Tell me about cubes');
     await page.waitForSelector('.tool[data-status="running"]');
@@ -112,20 +112,24 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
     expect(problems).toEqual([]);
   });
 
-  it('Stop cancels the run mid-stream: the stored thread ends with the aborted answer', async () => {
-    const { page, problems } = await open('stop-1');
-    await send(page, 'Write at length');
-    await waitForText(page, 'Point 2');
-    await page.click('#stop');
-    await page.waitForSelector('body[data-running="false"]');
-    const messages = (await stored('stop-1')) as { role: string; stopReason?: string }[];
-    expect(messages.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });
-    expect(await transcript(page)).not.toContain('Done.');
-    await page.screenshot({ path: join(output, 'serve-stopped.png') });
-    expect(problems).toEqual([]);
-  });
+  it(
+    'Stop cancels the run mid-stream: the stored thread ends with the aborted answer',
+    { timeout: 90_000 },
+    async () => {
+      const { page, problems } = await open('stop-1');
+      await send(page, 'Write at length');
+      await waitForText(page, 'Point 2');
+      await page.click('#stop');
+      await page.waitForSelector('body[data-running="false"]');
+      const messages = (await stored('stop-1')) as { role: string; stopReason?: string }[];
+      expect(messages.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });
+      expect(await transcript(page)).not.toContain('Done.');
+      await page.screenshot({ path: join(output, 'serve-stopped.png') });
+      expect(problems).toEqual([]);
+    },
+  );
 
-  it('a reload mid-run resumes the stream, nothing doubled', async () => {
+  it('a reload mid-run resumes the stream, nothing doubled', { timeout: 90_000 }, async () => {
     const { page, problems } = await open('reload-1');
     await send(page, 'Explain reloading');
     await waitForText(page, 'Point 1');
@@ -141,7 +145,7 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
     expect(problems).toEqual([]);
   });
 
-  it('a guarded call waits for the Approve button, then runs', async () => {
+  it('a guarded call waits for the Approve button, then runs', { timeout: 90_000 }, async () => {
     const { page, problems } = await open('approve-1');
     await send(page, 'delete the old notes');
     await page.waitForSelector('.tool[data-status="awaiting_approval"]');

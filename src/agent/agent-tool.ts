@@ -225,6 +225,10 @@ export function agentTool<TSchema extends z.ZodType = AgentToolPromptSchema>(
             subscriber.complete();
           },
           complete: () => {
+            // A child cancelled by the deadline it inherited ended at the parent's own deadline, whose cancellation
+            // is due now: leave the call open for it, so it ends `aborted` like every call the deadline cut short.
+            const deadlinePassed = run.deadlineAt !== undefined && Date.now() >= run.deadlineAt;
+            if (end?.outcome === 'cancelled' && deadlinePassed && !signal.aborted) return;
             subscriber.next(finalResult(name, end, details()));
             subscriber.complete();
           },
