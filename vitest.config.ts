@@ -16,6 +16,8 @@ export default defineConfig({
       { find: /^cubepi\/tracing\/jsonl$/, replacement: here('./src/tracing/jsonl.ts') },
       { find: /^cubepi\/tracing$/, replacement: here('./src/tracing/index.ts') },
       { find: /^cubepi\/mcp$/, replacement: here('./src/mcp/index.ts') },
+      { find: /^cubepi\/server$/, replacement: here('./src/server/index.ts') },
+      { find: /^cubepi\/client$/, replacement: here('./src/client/index.ts') },
       { find: /^cubepi\/testing$/, replacement: here('./src/testing/index.ts') },
       { find: /^cubepi$/, replacement: here('./src/index.ts') },
     ],

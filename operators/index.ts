@@ -23,6 +23,7 @@ export {
   type MergedTurnAction,
   type TurnActionLike,
 } from './merge-turn-actions.js';
+export { numberEvents } from './number-events.js';
 export { ofType } from './of-type.js';
 export { anyTrueStopsRule, stopWhenAny } from './stop-when-any.js';
 export { textDeltas, thinkingDeltas } from './text-deltas.js';

@@ -138,6 +138,7 @@ export type {
   ToolExecuteResult,
   ToolExecutionMode,
   ToolRunInfo,
+  RunLimits,
 } from './types/tool.js';
 export {
   canonicalJson,
@@ -154,7 +155,15 @@ export {
   type ToolResultMessage,
   type UserMessage,
 } from './types/messages.js';
-export { addUsage, computeUsage, EMPTY_USAGE, type TokenCounts, type Usage, type UsageCost } from './types/usage.js';
+export {
+  addUsage,
+  computeUsage,
+  EMPTY_USAGE,
+  type SpendBound,
+  type TokenCounts,
+  type Usage,
+  type UsageCost,
+} from './types/usage.js';
 export { usageOf } from './types/usage-of.js';
 export {
   AgentBusyError,

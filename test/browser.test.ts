@@ -25,6 +25,7 @@ const BROWSER_ENTRIES = [
   'cubepi/testing',
   'cubepi/providers/kit',
   'cubepi/tracing',
+  'cubepi/client',
 ] as const;
 
 /**

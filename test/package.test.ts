@@ -89,6 +89,18 @@ describe('package entry points', () => {
     }
   });
 
+  it('resolves cubepi/server and cubepi/client, with their types', async () => {
+    const script = `
+      const server = await import('cubepi/server');
+      const client = await import('cubepi/client');
+      console.log(JSON.stringify([typeof server.createAgentServer, typeof server.toNodeListener,
+        typeof server.attachWebSocket, typeof client.fromAgentEvents, typeof client.startRun, typeof client.respond]));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(Array<string>(6).fill('function'));
+    expect(existsSync(`${root}/dist/src/server/index.d.ts`)).toBe(true);
+    expect(existsSync(`${root}/dist/src/client/index.d.ts`)).toBe(true);
+  });
+
   it('resolves cubepi/mcp, which loads the MCP SDK', async () => {
     const script = `
       const mcp = await import('cubepi/mcp');

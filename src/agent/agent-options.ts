@@ -10,6 +10,7 @@ import { ConfigurationError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
+import type { RunLimits } from '../types/tool.js';
 import { checkMessage } from './input.js';
 import type { QueueMode } from './message-queues.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
@@ -50,6 +51,11 @@ export interface RunOptions {
    * and the run's depth (`ToolExecuteContext.run.depth`) is the parent's plus one.
    */
   readonly parent?: ParentRun | undefined;
+  /**
+   * What a nested run inherits from the tool call that starts it (`agentTool` passes the call's): the parent's
+   * deadline, its budget signal, and where to report what it spends (see `docs/subagents.md`).
+   */
+  readonly limits?: RunLimits | undefined;
 }
 
 /** Throws a {@link ConfigurationError} naming the first invalid option. */

@@ -5,9 +5,16 @@
 import { defer, Observable, switchMap, tap, type Observer, type Subscriber } from 'rxjs';
 import { EXPLICIT_HOOKS_NAME, type ComposedMiddleware } from '../middleware/compose-middleware.js';
 import type { AgentEvent } from '../types/agent-events.js';
-import { AgentBusyError, errorMessageOf, InvalidInputError, RunAbortedError } from '../types/errors.js';
+import {
+  AgentBusyError,
+  errorMessageOf,
+  InvalidInputError,
+  InvalidStateError,
+  RunAbortedError,
+} from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { Provider } from '../types/provider.js';
+import type { AnyAgentTool } from '../types/tool.js';
 import type { AgentOptions, RunOptions } from './agent-options.js';
 import type { AgentStateStore } from './agent-state.js';
 import { isCheckpointFailure, type CheckpointSession } from './checkpoint-session.js';
@@ -16,6 +23,7 @@ import type { MessageQueues } from './message-queues.js';
 import type { ResumeBatch } from './resume-batch.js';
 import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
 import { usageOf } from '../types/usage-of.js';
+import type { SpendBound } from '../types/usage.js';
 
 /** What opens a run: its prompts, and a suspended batch to finish first. */
 export interface RunInput {
@@ -43,6 +51,8 @@ export interface AgentRunsInit {
   readonly events: EventHub<AgentEvent>;
   /** The thread the runs restore and store, when the Agent has a checkpointer. */
   readonly session: CheckpointSession | undefined;
+  /** The tightest spending bound the middlewares declare. */
+  readonly budget: SpendBound | undefined;
 }
 
 /**
@@ -54,8 +64,15 @@ export interface AgentRunsInit {
 export class AgentRuns {
   /** The active run, if any. */
   current: ActiveRun | undefined;
+  /** Set by `dispose()`: no run starts any more. */
+  disposed = false;
 
-  constructor(private readonly agent: AgentRunsInit) {}
+  /** The loop reads the agent's tools at each turn: `setTools` during a run takes effect at its next turn. */
+  private readonly getTools: () => readonly AnyAgentTool[];
+
+  constructor(private readonly agent: AgentRunsInit) {
+    this.getTools = () => agent.store.tools;
+  }
 
   /** Cancels the active run (no-op when idle). `reason` is added to the closing message's `errorMessage`. */
   abort(reason?: string): void {
@@ -105,6 +122,7 @@ export class AgentRuns {
     options: RunOptions | undefined,
     subscriber: Subscriber<AgentEvent> | undefined,
   ): ActiveRun & { result: Promise<Message[]> } {
+    if (this.disposed) throw new InvalidStateError('the agent is disposed: it starts no run');
     if (this.current !== undefined) throw busy('prompt');
     if (options?.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
       throw new InvalidInputError('deadlineMs must be a positive number of milliseconds');
@@ -266,6 +284,7 @@ export class AgentRuns {
       resume: input.resume,
       systemPrompt: store.systemPrompt,
       tools: store.tools,
+      getTools: this.getTools,
       hooks: middleware.hooks,
       wrappers: middleware.wrappers,
       hookOwner: EXPLICIT_HOOKS_NAME,
@@ -277,6 +296,8 @@ export class AgentRuns {
       threadId: agentOptions.threadId,
       deadlineMs: options?.deadlineMs ?? agentOptions.deadlineMs,
       parent: options?.parent,
+      limits: options?.limits,
+      budget: this.agent.budget,
       getSteeringMessages: () => queues.takeSteering(),
       getFollowUpMessages: () => queues.takeFollowUps(),
       state: store.hookState,

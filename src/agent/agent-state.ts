@@ -57,7 +57,8 @@ export class AgentStateStore {
 
   readonly systemPrompt: string;
   readonly model: Model;
-  readonly tools: readonly AnyAgentTool[];
+  /** The tools, replaced (never changed in place) by `setTools`; a run reads them at each turn's start. */
+  tools: readonly AnyAgentTool[];
   /** The transcript; the loop reads it as a run's history (it never changes it). */
   messages: Message[];
   /** The run state, as the last applied patch left it. */

@@ -103,8 +103,12 @@ export const DEFAULT_MAX_AGENT_DEPTH = 3;
  *   call id, the depth); {@link subagentEventOf} picks them out. The child's `agent_start` names its `parent`.
  * - **Cancellation.** Cancelling the parent run (`abort()`, unsubscribing, a signal, a deadline, the tool's timeout)
  *   cancels the sub-agent's run the same way: its provider request is aborted and its transcript closed.
- * - **Usage.** The result carries the sub-agent run's usage (`AgentToolResult.usage`, stored on the result message):
- *   the parent's `agent_end.usage` and a `BudgetCap` on the parent count it.
+ * - **Usage.** The sub-agent reports each model call's usage to the call as it ends (`chargeUsage`): stored on the
+ *   result message however the call ends (a cancelled sub-agent's spend so far included), counted in the parent's
+ *   `agent_end.usage` and by a `BudgetCap` on the parent.
+ * - **Limits.** The sub-agent's run inherits the parent's deadline (the earlier of it and its own applies) and budget:
+ *   when a `BudgetCap` on the parent (or above) is reached — by the parent's calls or any sub-agent's — a sub-agent
+ *   still running is cancelled at once, its provider request aborted, and its call gets an error result saying so.
  * - **Threads.** With `createAgent`, each call gets its own thread id, by default `<parent thread>/<name>/<call id>`;
  *   give it to the child's checkpointer and its transcript is stored under it. The result's `details`
  *   ({@link AgentToolDetails}) names the child's thread and run, so the parent's transcript links to it.
@@ -155,7 +159,7 @@ export function agentTool<TSchema extends z.ZodType = AgentToolPromptSchema>(
     parameters,
     executionMode: options.executionMode ?? (agent !== undefined ? 'sequential' : undefined),
     ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-    execute: (toolCallId, args, { signal, onUpdate, run }) =>
+    execute: (toolCallId, args, { signal, onUpdate, run, chargeUsage }) =>
       new Observable<AgentToolResult<AgentToolDetails>>((subscriber) => {
         const parent: ParentRun = {
           runId: run.runId,
@@ -193,8 +197,10 @@ export function agentTool<TSchema extends z.ZodType = AgentToolPromptSchema>(
           outcome: end?.outcome,
         });
         // The child's run gets the call's signal, so a cancelled parent cancels it at once (its closing message names
-        // the signal); the teardown (the loop leaving this Observable) cancels it too, by unsubscribing.
-        return child.prompt$(prompt, { signal, parent }).subscribe({
+        // the signal); the teardown (the loop leaving this Observable) cancels it too, by unsubscribing. It inherits
+        // the parent's deadline and budget signal, and reports each model call's usage to this call as it ends.
+        const limits = { deadlineAt: run.deadlineAt, budgetSignal: run.budgetSignal, charge: chargeUsage };
+        return child.prompt$(prompt, { signal, parent, limits }).subscribe({
           next: (event) => {
             if (event.type === 'agent_start') childRunId = event.runId;
             else if (event.type === 'agent_end') end = event;
@@ -215,7 +221,6 @@ export function agentTool<TSchema extends z.ZodType = AgentToolPromptSchema>(
             subscriber.next({
               ...errorResult(`Agent tool ${name} failed: ${errorMessageOf(error)}`),
               details: details(),
-              ...(end !== undefined ? { usage: end.usage } : {}),
             });
             subscriber.complete();
           },
@@ -260,13 +265,13 @@ function finalResult(
   details: AgentToolDetails,
 ): AgentToolResult<AgentToolDetails> {
   if (end === undefined) return { ...errorResult(`Agent tool ${name}: the sub-agent's run did not end`), details };
-  const { usage, outcome } = end;
+  const { outcome } = end;
   let last: Message | undefined;
   for (let i = end.messages.length - 1; i >= 0 && last === undefined; i--) {
     if (end.messages[i]!.role === 'assistant') last = end.messages[i];
   }
   if (outcome === 'completed' || outcome === 'stopped') {
-    return { content: [{ type: 'text', text: last === undefined ? '' : textOf(last) }], details, usage };
+    return { content: [{ type: 'text', text: last === undefined ? '' : textOf(last) }], details };
   }
   const why =
     outcome === 'suspended'
@@ -274,5 +279,5 @@ function finalResult(
       : `${outcome === 'failed' ? 'failed' : 'was cancelled'}${
           last?.role === 'assistant' && last.errorMessage !== undefined ? `: ${last.errorMessage}` : ''
         }`;
-  return { ...errorResult(`Agent tool ${name}: the sub-agent ${why}`), details, usage };
+  return { ...errorResult(`Agent tool ${name}: the sub-agent ${why}`), details };
 }

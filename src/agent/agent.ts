@@ -10,7 +10,8 @@ import { defer, EMPTY, lastValueFrom, Observable, switchMap } from 'rxjs';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import { composeMiddleware, type MiddlewareDescription } from '../middleware/compose-middleware.js';
 import type { AgentEvent } from '../types/agent-events.js';
-import { AgentBusyError, InvalidStateError } from '../types/errors.js';
+import { AgentBusyError, InvalidInputError, InvalidStateError } from '../types/errors.js';
+import type { AnyAgentTool } from '../types/tool.js';
 import type { Message } from '../types/messages.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { stateFromStored } from '../types/apply-patch.js';
@@ -29,6 +30,8 @@ import { EventHub } from './event-hub.js';
 import { toMessage, toMessages } from './input.js';
 import { MessageQueues } from './message-queues.js';
 import { resolveModel } from './resolve-model.js';
+import { spendBoundOf } from './run-ledger.js';
+import { validateTools } from './run-settings.js';
 
 /** A listener for {@link Agent.subscribe}; a returned Promise is not awaited (its rejection is reported). */
 export type AgentListener = (event: AgentEvent) => void | PromiseLike<void>;
@@ -67,6 +70,9 @@ export class Agent {
   private readonly describedMiddleware: MiddlewareDescription;
   private readonly approvals: Approvals;
   private readonly reportListenerError: (error: unknown, event: AgentEvent) => void;
+  /** What `dispose()` closes, in registration order (closed in reverse). */
+  private readonly closers: (() => void | PromiseLike<void>)[] = [];
+  private disposing: Promise<void> | undefined;
 
   constructor(options: AgentOptions) {
     validateAgentOptions(options);
@@ -93,6 +99,7 @@ export class Agent {
       queues: this.queues,
       events: this.events,
       session: this.session,
+      budget: spendBoundOf(options.middleware ?? []),
     });
     this.approvals = new Approvals({
       store: this.store,
@@ -229,6 +236,66 @@ export class Agent {
     return this.describedMiddleware;
   }
 
+  /**
+   * Replaces the agent's tools (validated as the `tools` option is: {@link InvalidInputError} otherwise). Allowed
+   * during a run: the run reads its tools at the start of each turn, so the change takes effect at its next model call,
+   * and a tool batch already started keeps the tools it started with. (`syncMcpTools` in `cubepi/mcp` calls it when an
+   * MCP server's tool list changes.)
+   *
+   * @example
+   * agent.setTools([...agent.state.tools, weather]);
+   */
+  setTools(tools: readonly AnyAgentTool[]): void {
+    validateTools(tools, (what) => {
+      throw new InvalidInputError(`setTools(): ${what}`);
+    });
+    this.store.tools = [...tools];
+    this.store.changed();
+  }
+
+  /**
+   * Registers `close` to run when the agent is disposed ({@link dispose}): for what the agent owns and must release — an
+   * MCP server's connection, a database pool. Closers run in reverse order of registration. Returns a function that
+   * unregisters it. Throws {@link InvalidStateError} once the agent is disposed.
+   */
+  onDispose(close: () => void | PromiseLike<void>): () => void {
+    if (this.disposing !== undefined) throw new InvalidStateError('onDispose(): the agent is disposed');
+    this.closers.push(close);
+    return () => {
+      const index = this.closers.indexOf(close);
+      if (index >= 0) this.closers.splice(index, 1);
+    };
+  }
+
+  /**
+   * Disposes the agent: the active run is cancelled (reason `the agent was disposed`) and awaited, then every closer
+   * registered with {@link onDispose} runs (in reverse order; each runs even when an earlier one fails), and no run
+   * starts any more (`prompt()` rejects with {@link InvalidStateError}). Idempotent: later calls return the same
+   * Promise. Rejects with the first closer's failure (an `AggregateError` when several failed), after all have run.
+   * Where the runtime has `Symbol.asyncDispose` (Node.js 20+), `agent[Symbol.asyncDispose]()` is the same, so `await
+   * using agent = …` disposes it at the end of the block.
+   */
+  dispose(): Promise<void> {
+    this.disposing ??= this.disposeNow();
+    return this.disposing;
+  }
+
+  private async disposeNow(): Promise<void> {
+    this.runs.disposed = true;
+    this.runs.abort('the agent was disposed');
+    await this.runs.waitForIdle();
+    const failures: unknown[] = [];
+    for (const close of this.closers.splice(0).reverse()) {
+      try {
+        await close();
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+    if (failures.length === 1) throw failures[0];
+    if (failures.length > 1) throw new AggregateError(failures, 'dispose(): several closers failed');
+  }
+
   /** Removes a queued steering message; returns whether it was still queued. */
   cancelSteer(id: string): boolean {
     return this.queues.cancelSteer(id);
@@ -308,4 +375,17 @@ export class Agent {
       'resume(): the last message is an assistant message and no steering or follow-up message is queued',
     );
   }
+}
+
+// `await using agent = new Agent(…)` where the runtime has the symbol (declared here rather than in the class so that
+// the published types do not need the `esnext.disposable` lib).
+const asyncDispose = (Symbol as { asyncDispose?: symbol }).asyncDispose;
+if (asyncDispose !== undefined) {
+  Object.defineProperty(Agent.prototype, asyncDispose, {
+    value(this: Agent) {
+      return this.dispose();
+    },
+    writable: true,
+    configurable: true,
+  });
 }

@@ -55,7 +55,11 @@ export function finishCall(run: RunState, turn: TurnState, index: number, outcom
 export function emitResultMessage(run: RunState, turn: TurnState, index: number): void {
   const outcome = turn.outcomes[index];
   if (turn.resultMessages[index] !== undefined || outcome === undefined) return;
-  const message = toolResultMessage(turn.calls[index]!, outcome);
+  const call = turn.calls[index]!;
+  const spent = turn.spent?.get(call.id);
+  // A result that gives its own usage without having reported it as it spent: the run counts it now.
+  if (outcome.result.usage !== undefined && spent === undefined) run.spend?.(outcome.result.usage);
+  const message = toolResultMessage(call, outcome, spent);
   turn.resultMessages[index] = message;
   run.emit({ type: 'message_start', runId: run.runId, message });
   run.transcript.push(message);

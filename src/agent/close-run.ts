@@ -80,6 +80,8 @@ function endStreamingMessage(run: RunState, state: TurnState, aborted: boolean, 
   };
   state.streaming = undefined;
   state.assistant = message;
+  // What the cut-off call spent, as far as the provider reported it, counts.
+  run.spend?.(message.usage);
   run.transcript.push(message);
   run.newMessages.push(message);
   run.emit({ type: 'message_end', runId: run.runId, message });

@@ -15,12 +15,15 @@ import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { HookState } from '../types/state.js';
+import type { AnyAgentTool, RunLimits } from '../types/tool.js';
 import { usageOf } from '../types/usage-of.js';
+import type { SpendBound, Usage } from '../types/usage.js';
 import { drive, type Op } from './drive.js';
 import { resumeBatch, type ResumeBatch } from './resume-batch.js';
 import { callHook, hookContext, RunStopped, runSink, type RunState } from './run-state.js';
 import { validateRunSettings, type RunSettings } from './run-settings.js';
 import { closeRun } from './close-run.js';
+import { RunLedger } from './run-ledger.js';
 import { turn } from './turn.js';
 
 /** Options of {@link runAgentLoop}. */
@@ -58,6 +61,23 @@ export interface RunAgentLoopOptions extends RunSettings {
    * run starts with that batch instead of a model call.
    */
   readonly resume?: ResumeBatch | undefined;
+  /**
+   * The tools in force, read at the start of each turn (before its hooks and model call): a new array (compared by
+   * identity) replaces the run's tools from that turn on, validated as `tools` are. A tool batch already started keeps
+   * the tools it started with. Without it, the run keeps `tools`. The Agent passes its current tools (`setTools`).
+   */
+  readonly getTools?: (() => readonly AnyAgentTool[]) | undefined;
+  /**
+   * What the run inherits from the tool call that started it (a sub-agent's run; `agentTool` passes them): a deadline
+   * (the earlier of it and `deadlineMs` applies), a budget signal that cancels the run (reason `budget`), and where to
+   * report what it spends.
+   */
+  readonly limits?: RunLimits | undefined;
+  /**
+   * The run's own spending bound (the Agent passes the tightest `budget` its middlewares declare): runs its tools
+   * start are cancelled when its total reaches it (see {@link SpendBound}).
+   */
+  readonly budget?: SpendBound | undefined;
 }
 
 let runCounter = 0;
@@ -142,14 +162,34 @@ function startLoop(
   const onExternalAbort = () => abort(externalReason(options.signal!));
   if (options.signal?.aborted) abort(externalReason(options.signal));
   else options.signal?.addEventListener('abort', onExternalAbort);
+  const limits = options.limits;
+  const budgetSignal = limits?.budgetSignal;
+  const onBudgetSpent = () => abort(budgetSignal!.reason);
+  if (budgetSignal?.aborted) onBudgetSpent();
+  else budgetSignal?.addEventListener('abort', onBudgetSpent);
   let deadline: Subscription | undefined;
-  if (options.deadlineMs !== undefined) {
-    const ms = options.deadlineMs;
+  let deadlineAt = options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs;
+  if (limits?.deadlineAt !== undefined && !(deadlineAt !== undefined && deadlineAt <= limits.deadlineAt)) {
+    deadlineAt = limits.deadlineAt;
+  }
+  if (deadlineAt !== undefined) {
+    const own = deadlineAt !== limits?.deadlineAt;
+    const message = own
+      ? `Run aborted: deadline of ${options.deadlineMs} ms exceeded`
+      : 'Run aborted: the deadline of the parent run passed';
     deadline = asyncScheduler.schedule(
-      () => abort(new RunAbortedError('deadline', `Run aborted: deadline of ${ms} ms exceeded`)),
-      ms,
+      () => abort(new RunAbortedError('deadline', message)),
+      Math.max(0, deadlineAt - Date.now()),
     );
   }
+  const ledger = options.budget === undefined ? undefined : new RunLedger(options.budget);
+  const inherited = limits?.charge;
+  const spend: ((usage: Usage) => void) | undefined =
+    ledger === undefined
+      ? inherited
+      : inherited === undefined
+        ? (usage) => ledger.charge(usage)
+        : (usage) => (ledger.charge(usage), inherited(usage));
 
   const tools = options.tools ?? [];
   const runId = options.runId ?? `run_${Date.now().toString(36)}_${(++runCounter).toString(36)}`;
@@ -160,6 +200,13 @@ function startLoop(
       runId,
       threadId: options.threadId,
       depth: options.parent === undefined ? 0 : options.parent.depth + 1,
+      deadlineAt,
+      budgetSignal:
+        ledger === undefined
+          ? budgetSignal
+          : budgetSignal === undefined
+            ? ledger.signal
+            : AbortSignal.any([ledger.signal, budgetSignal]),
     },
     provider: options.provider,
     model: options.model,
@@ -169,7 +216,9 @@ function startLoop(
     hooks: options.hooks ?? {},
     wrapModelCall: options.wrappers?.wrapModelCall,
     wrapToolCall: options.wrappers?.wrapToolCall,
-    deadlineAt: options.deadlineMs === undefined ? undefined : Date.now() + options.deadlineMs,
+    deadlineAt,
+    getTools: options.getTools,
+    spend,
     hookOwner: options.hookOwner ?? 'loop options',
     toolExecution: options.toolExecution ?? 'parallel',
     hasSequentialTool: tools.some((tool) => tool.executionMode === 'sequential'),
@@ -199,6 +248,7 @@ function startLoop(
   // never calls the teardown after the end).
   const release = () => {
     options.signal?.removeEventListener('abort', onExternalAbort);
+    budgetSignal?.removeEventListener('abort', onBudgetSpent);
     deadline?.unsubscribe();
   };
   const teardownDriver = drive(
@@ -350,4 +400,19 @@ function validateLoopOptions(options: RunAgentLoopOptions): void {
   if (typeof options !== 'object' || options === null) fail('expected an options object');
   validateRunSettings(options, fail);
   if (typeof options.model !== 'object') fail('`model` must be a Model ({ id, provider })');
+  if (options.getTools !== undefined && typeof options.getTools !== 'function') fail('`getTools` must be a function');
+  const { budget, limits } = options;
+  if (budget !== undefined) {
+    const bounds = [budget.usd, budget.tokens];
+    if (bounds.every((bound) => bound === undefined) || bounds.some((bound) => bound !== undefined && !(bound > 0)))
+      fail('`budget` must give a positive `usd`, `tokens`, or both');
+  }
+  if (limits !== undefined) {
+    if (typeof limits !== 'object' || limits === null) fail('`limits` must be an object');
+    if (limits.deadlineAt !== undefined && typeof limits.deadlineAt !== 'number')
+      fail('`limits.deadlineAt` must be a time in milliseconds since the epoch');
+    if (limits.charge !== undefined && typeof limits.charge !== 'function') fail('`limits.charge` must be a function');
+    if (limits.budgetSignal !== undefined && !(limits.budgetSignal instanceof AbortSignal))
+      fail('`limits.budgetSignal` must be an AbortSignal');
+  }
 }

@@ -48,16 +48,7 @@ export function validateRunSettings(
   }
   if (settings.systemPrompt !== undefined && typeof settings.systemPrompt !== 'string')
     fail('`systemPrompt` must be a string');
-  if (settings.tools !== undefined && !isList(settings.tools)) fail('`tools` must be an array');
-  const names = new Set<string>();
-  for (const entry of settings.tools ?? []) {
-    const tool = entry as Partial<Record<'name' | 'execute' | 'inputSchema', unknown>> | null | undefined;
-    if (typeof tool?.name !== 'string' || typeof tool.execute !== 'function' || typeof tool.inputSchema !== 'object') {
-      fail('every tool must be built with defineTool()');
-    }
-    if (names.has(tool.name)) fail(`two tools are named "${tool.name}"`);
-    names.add(tool.name);
-  }
+  if (settings.tools !== undefined) validateTools(settings.tools, fail);
   if (
     settings.toolExecution !== undefined &&
     settings.toolExecution !== 'parallel' &&
@@ -76,5 +67,19 @@ export function validateRunSettings(
     const value = settings.streamOptions?.[key];
     if (value !== undefined && !(typeof value === 'number' && value > 0))
       fail(`\`streamOptions.${key}\` must be a positive number of milliseconds (or Infinity)`);
+  }
+}
+
+/** Throws through `fail` unless `tools` is an array of tools (built with `defineTool`) with distinct names. */
+export function validateTools(tools: unknown, fail: (what: string) => never): void {
+  if (!isList(tools)) fail('`tools` must be an array');
+  const names = new Set<string>();
+  for (const entry of tools as readonly unknown[]) {
+    const tool = entry as Partial<Record<'name' | 'execute' | 'inputSchema', unknown>> | null | undefined;
+    if (typeof tool?.name !== 'string' || typeof tool.execute !== 'function' || typeof tool.inputSchema !== 'object') {
+      fail('every tool must be built with defineTool()');
+    }
+    if (names.has(tool.name)) fail(`two tools are named "${tool.name}"`);
+    names.add(tool.name);
   }
 }

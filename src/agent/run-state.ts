@@ -18,7 +18,7 @@ import type { HookState, StatePatch } from '../types/state.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AgentToolResult, AnyAgentTool, ToolExecutionMode, ToolRunInfo } from '../types/tool.js';
-import { EMPTY_USAGE } from '../types/usage.js';
+import { addUsage, EMPTY_USAGE, type Usage } from '../types/usage.js';
 import { isObservable } from 'rxjs';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { wait, type Op } from './drive.js';
@@ -66,6 +66,8 @@ export interface TurnState {
    * patches to one key are a conflict.
    */
   batchKeys: Map<string, { readonly call: number; readonly producer: string }> | undefined;
+  /** What each call reported spending (`chargeUsage`), by tool call id; created at the first report. */
+  spent: Map<string, Usage> | undefined;
 }
 
 /** Everything a run's steps share. Built once per run. */
@@ -78,8 +80,16 @@ export interface RunState {
   readonly provider: Provider;
   readonly model: Model;
   readonly systemPrompt: string;
-  readonly tools: readonly AnyAgentTool[];
-  readonly toolsByName: ReadonlyMap<string, AnyAgentTool>;
+  /** The tools in force: replaced (between turns, never during a batch) when `getTools` gives a new array. */
+  tools: readonly AnyAgentTool[];
+  toolsByName: ReadonlyMap<string, AnyAgentTool>;
+  /** Read at the start of each turn, when given (see `RunAgentLoopOptions.getTools`). */
+  readonly getTools: (() => readonly AnyAgentTool[]) | undefined;
+  /**
+   * Counts spend as it happens (each model call's usage, what tools report): the run's own budget, then the parent
+   * call's; `undefined` when neither needs it.
+   */
+  readonly spend: ((usage: Usage) => void) | undefined;
   readonly hooks: ComposedHooks;
   readonly wrapModelCall: ComposedModelCall | undefined;
   readonly wrapToolCall: ComposedToolCall | undefined;
@@ -89,7 +99,7 @@ export interface RunState {
   readonly hookOwner: string;
   readonly toolExecution: ToolExecutionMode;
   /** Whether some tool asks for `executionMode: 'sequential'`. */
-  readonly hasSequentialTool: boolean;
+  hasSequentialTool: boolean;
   readonly toolConcurrency: number;
   readonly toolTimeoutMs: number | undefined;
   readonly streamOptions: Omit<StreamOptions, 'signal'> | undefined;
@@ -136,6 +146,7 @@ export function newTurn(index: number): TurnState {
     held: [],
     deferred: [],
     batchKeys: undefined,
+    spent: undefined,
   };
 }
 
@@ -253,11 +264,26 @@ export function errorResult(text: string): AgentToolResult {
   return { content: [{ type: 'text', text }], isError: true };
 }
 
-/** The transcript message for a tool call's outcome. */
-export function toolResultMessage(call: ToolCall, callOutcome: CallOutcome): ToolResultMessage {
+/**
+ * Reports what call `toolCallId` of the current turn spent (its `chargeUsage`): kept for its result message, and
+ * counted by the run at once. A report after the call was answered still counts for the run.
+ */
+export function chargeCall(run: RunState, toolCallId: string, usage: Usage): void {
+  const turn = run.turn;
+  if (turn !== undefined) {
+    const spent = (turn.spent ??= new Map<string, Usage>());
+    const before = spent.get(toolCallId);
+    spent.set(toolCallId, before === undefined ? usage : addUsage(before, usage));
+  }
+  run.spend?.(usage);
+}
+
+/** The transcript message for a tool call's outcome; `usage` is what the call spent, when it reported any. */
+export function toolResultMessage(call: ToolCall, callOutcome: CallOutcome, spent?: Usage): ToolResultMessage {
   const { result, isError, outcome } = callOutcome;
   const timestamp = Date.now();
-  if (result.usage !== undefined) {
+  const usage = result.usage ?? spent;
+  if (usage !== undefined) {
     // Rare (a sub-agent): a message of the general shape, with only the fields that are set.
     return {
       role: 'toolResult',
@@ -267,7 +293,7 @@ export function toolResultMessage(call: ToolCall, callOutcome: CallOutcome): Too
       ...(result.details === undefined ? {} : { details: result.details }),
       isError,
       outcome,
-      usage: result.usage,
+      usage,
       timestamp,
     };
   }

@@ -11,7 +11,8 @@ import { ToolExecutionError } from '../types/errors.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
 import { fromOp, wait, type Op } from './drive.js';
-import { errorOutcome, errorResult, type CallOutcome, type RunState } from './run-state.js';
+import type { Usage } from '../types/usage.js';
+import { chargeCall, errorOutcome, errorResult, type CallOutcome, type RunState } from './run-state.js';
 
 /**
  * Runs a tool: the one definition of what executing a call gives, whichever way it is run (in place, or as
@@ -28,7 +29,8 @@ export function* runTool(
   signal: AbortSignal,
 ): Op<CallOutcome & ToolOutcome> {
   try {
-    let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall, run: run.info });
+    const chargeUsage = (usage: Usage) => chargeCall(run, toolCall.id, usage);
+    let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall, run: run.info, chargeUsage });
     if (isObservable(raw)) raw = yield wait(withUpdates(raw, onUpdate), NO_RESULT);
     else if (isPromiseLike(raw)) raw = yield wait(raw, NO_RESULT);
     return normalizeResult(toolCall.name, raw);

@@ -8,6 +8,7 @@ import { renderFragments } from '../types/apply-patch.js';
 import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
 import type { Op } from './drive.js';
 import { addMessage, callHook, newTurn, turnContext, type RunState } from './run-state.js';
+import { useTools } from './use-tools.js';
 import { streamResponse } from './stream-response.js';
 import { answerUnexecuted, runToolBatch } from './tool-batch.js';
 import { endTurn } from './close-run.js';
@@ -22,6 +23,8 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
   run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
   for (let i = 0; i < pending.length; i++) addMessage(run, pending[i]!);
   if (run.signal.aborted) throw run.signal.reason;
+  // The tool set changes between turns only: read once here, so the hooks, the model call and the batch agree.
+  if (run.getTools !== undefined) useTools(run, run.getTools());
 
   const { hooks } = run;
   let context: readonly Message[] = run.transcript;
@@ -51,6 +54,7 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
   }
 
   const response = yield* streamResponse(run, state, context, systemPrompt);
+  if (run.spend !== undefined) run.spend(response.usage);
   if (response.stopReason === 'error' || response.stopReason === 'aborted') {
     run.outcome = response.stopReason === 'error' ? 'failed' : 'cancelled';
     endTurn(run, state, response, []);

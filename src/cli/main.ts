@@ -9,28 +9,20 @@ import { EXIT, reportError, usageError } from './cli-error.js';
 import type { Command, CommandContext, CommandEntry } from './command.js';
 import { hasDebugFlag } from './parse-options.js';
 
-const entry = (summary: string, load: () => Promise<Command>): CommandEntry => ({ summary, load });
+/** A table entry: `summary` for `--help`, and the module exporting the command as `name`, loaded when it runs. */
+function entry<M>(summary: string, load: () => Promise<M>, name: keyof M): CommandEntry {
+  return { summary, load: async () => (await load())[name] as Command };
+}
 
-/** The subcommands, in the order `cubepi --help` lists them. */
+/** The subcommands, in the order `cubepi --help` lists them. One line each. */
 export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
-  chat: entry(
-    'interactive chat with the agent (the default on a terminal)',
-    async () => (await import('./chat-command.js')).chatCommand,
-  ),
-  run: entry('one prompt, streamed; --json for JSON lines', async () => (await import('./run-command.js')).runCommand),
-  threads: entry(
-    'list | show | rm | fork stored conversations',
-    async () => (await import('./threads-command.js')).threadsCommand,
-  ),
-  demo: entry(
-    'an offline demo run (what npm start shows)',
-    async () => (await import('./demo-command.js')).demoCommand,
-  ),
-  mcp: entry(
-    'serve an example agent as an MCP server over stdio',
-    async () => (await import('./mcp-command.js')).mcpCommand,
-  ),
-  trace: entry('list | show traces from a local trace file', async () => (await import('./trace-command.js')).traceCli),
+  chat: entry('interactive chat (the default on a terminal)', () => import('./chat-command.js'), 'chatCommand'),
+  run: entry('one prompt, streamed; --json for JSON lines', () => import('./run-command.js'), 'runCommand'),
+  threads: entry('list | show | rm | fork stored threads', () => import('./threads-command.js'), 'threadsCommand'),
+  demo: entry('an offline demo run (what npm start shows)', () => import('./demo-command.js'), 'demoCommand'),
+  serve: entry('a chat page and the agent server behind it', () => import('./serve-command.js'), 'serveCommand'),
+  mcp: entry('an example agent as an MCP server over stdio', () => import('./mcp-command.js'), 'mcpCommand'),
+  trace: entry('list | show traces from a local trace file', () => import('./trace-command.js'), 'traceCli'),
 };
 
 function help(): string {

@@ -5,6 +5,7 @@
  * @module
  */
 export { mcpTools, type McpProgress, type McpToolSet, type McpToolsOptions, type McpWarning } from './mcp-tools.js';
+export { syncMcpTools, type SyncMcpToolsOptions } from './sync-mcp-tools.js';
 export type { McpHttpSource, McpSource, McpStdioSource } from './mcp-connection.js';
 export type { McpToolDetails } from './mcp-result.js';
 export { MAX_SCHEMA_CHARS, parametersFromJsonSchema, type JsonSchemaParameters } from './json-schema-parameters.js';

@@ -64,7 +64,8 @@ export interface McpToolSet {
   /**
    * **Hot**: emits each time the server says its tool list changed (`notifications/tools/list_changed`), on a
    * connection `mcpTools` opened (with a `Client` you passed, its notifications are yours to handle). Call `tools()`
-   * again, between runs, for the new set: an agent's tools never change in the middle of a run.
+   * again for the new set, or let `syncMcpTools` keep an agent's tools current (a run picks a new set up at its
+   * next turn, never in the middle of a tool batch).
    */
   readonly toolsChanged$: Observable<void>;
   /** Closes the connection (a stdio server's process ends) and refuses further calls. Idempotent. */

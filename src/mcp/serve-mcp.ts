@@ -272,7 +272,9 @@ function settleTool(
     signal,
     onUpdate,
     toolCall: { type: 'toolCall', id, name: tool.name, arguments: args },
-    run: { runId: id, threadId: undefined, depth: 0 },
+    run: { runId: id, threadId: undefined, depth: 0, deadlineAt: undefined, budgetSignal: undefined },
+    // Served outside any run: no budget counts what the tool spends.
+    chargeUsage: () => undefined,
   });
   return new Promise((resolve, reject) => {
     // A cancelled request settles at once, whether or not the tool stops (nobody waits for its answer any more).

@@ -4,6 +4,7 @@
  */
 import { ConfigurationError } from '../types/errors.js';
 import { usageOf } from '../types/usage-of.js';
+import type { SpendBound } from '../types/usage.js';
 import type { Middleware, TurnEndContext } from './types.js';
 
 /** Options of {@link BudgetCap}: at least one bound. */
@@ -20,6 +21,10 @@ export interface BudgetCapOptions {
  * both). It sums the usage the providers reported for this run's assistant messages, and the `usage` its tool results
  * carry (a sub-agent's model calls: see `agentTool`), so it stops *after* the turn that crossed the bound.
  *
+ * It also declares the bound ({@link Middleware.budget}): sub-agents the run starts spend from the same budget, and a
+ * sub-agent still running when the run's total (its own calls and its sub-agents', counted as each model call ends)
+ * reaches the bound is cancelled at once, its provider request aborted; what it spent until then is counted.
+ *
  * @example
  * new Agent({ provider, model, middleware: [new BudgetCap({ usd: 0.5 })] });
  */
@@ -27,6 +32,8 @@ export class BudgetCap implements Middleware {
   readonly name: string;
   readonly usd: number | undefined;
   readonly tokens: number | undefined;
+  /** The bound, as the loop reads it to bound sub-agents. */
+  readonly budget: SpendBound;
 
   constructor(options: BudgetCapOptions) {
     if (options?.usd === undefined && options?.tokens === undefined) {
@@ -41,6 +48,7 @@ export class BudgetCap implements Middleware {
     this.usd = options.usd;
     this.tokens = options.tokens;
     this.name = options.name ?? 'BudgetCap';
+    this.budget = { usd: this.usd, tokens: this.tokens };
   }
 
   shouldStopAfterTurn(ctx: TurnEndContext): boolean {

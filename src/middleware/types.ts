@@ -9,6 +9,7 @@ import type { HookDecision } from '../types/decision.js';
 import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
 import type { StatePatch } from '../types/state.js';
 import type { AgentToolResult } from '../types/tool.js';
+import type { SpendBound } from '../types/usage.js';
 import type { HookContext } from './hook-context.js';
 import type { Wrappers } from './wrapper-types.js';
 
@@ -174,6 +175,13 @@ export interface Middleware extends AgentHooks, Wrappers {
    * failure must not cost the user the run: logging, analytics). Wrappers always stop.
    */
   readonly onError?: 'stop' | 'skip' | undefined;
+  /**
+   * A bound on what the run spends, declared (a `BudgetCap` declares its own): the runs the run's tools start
+   * (sub-agents) spend from it too, and are cancelled (reason `budget`) as soon as the run's total — its own model calls
+   * and theirs, counted as each ends — reaches it. Stopping the run itself is the middleware's hooks' job. With several,
+   * the tightest bound of each kind applies.
+   */
+  readonly budget?: SpendBound | undefined;
 }
 
 /** The name of each hook, in the order they fire: the run's start, the seven of a turn, the run's end. */

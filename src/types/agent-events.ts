@@ -221,5 +221,12 @@ export type AgentEvent =
   | HookErrorEvent
   | StatePatchedEvent;
 
+/**
+ * An agent event with its place in its run, as `cubepi/server` sends it and `cubepi/client` delivers it: `seq` is 1
+ * for the run's first event, then strictly increasing (see `numberEvents` in `cubepi/operators`). A client that has
+ * seen `seq` n resumes with what comes after n.
+ */
+export type SequencedEvent = AgentEvent & { readonly seq: number };
+
 /** The `type` of any agent event. */
 export type AgentEventType = AgentEvent['type'];

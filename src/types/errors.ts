@@ -84,8 +84,11 @@ export class HookError extends CubepiError {
   }
 }
 
-/** Why a run was cancelled: `abort()`, its `prompt$` subscriber left, its deadline passed, or a caller's signal fired. */
-export type AbortReason = 'abort' | 'unsubscribed' | 'deadline' | 'signal';
+/**
+ * Why a run was cancelled: `abort()`, its `prompt$` subscriber left, its deadline passed, a caller's signal fired, or
+ * the budget of the run that started it (a sub-agent's parent) is spent.
+ */
+export type AbortReason = 'abort' | 'unsubscribed' | 'deadline' | 'signal' | 'budget';
 
 /**
  * A run was cancelled. It is the `reason` of the run's `AbortSignal` (so tools and hooks can tell why) and is never
@@ -114,6 +117,8 @@ function defaultAbortMessage(reason: AbortReason): string {
       return 'Run aborted: deadline exceeded';
     case 'signal':
       return "Run aborted: the caller's signal fired";
+    case 'budget':
+      return 'Run aborted: the budget is spent';
   }
 }
 

@@ -33,6 +33,29 @@ export interface ToolRunInfo {
   readonly runId: string;
   readonly threadId: string | undefined;
   readonly depth: number;
+  /** When the run's deadline passes (ms since the epoch; its own or one it inherited), if it has one. */
+  readonly deadlineAt: number | undefined;
+  /**
+   * Fires when the budget of this run, or of a run above it, is spent (its reason a `RunAbortedError` with reason
+   * `budget`); `undefined` when no budget bounds the run. A run a tool starts should stop when it fires.
+   */
+  readonly budgetSignal: AbortSignal | undefined;
+}
+
+/**
+ * What a run inherits from the run whose tool call started it (see `agentTool`, `RunOptions.limits`): it ends by the
+ * same deadline, is cancelled when the same budget is spent, and reports what it spends to the call.
+ */
+export interface RunLimits {
+  /** The run is cancelled (reason `deadline`) when this passes (ms since the epoch), or earlier by its own deadline. */
+  readonly deadlineAt?: number | undefined;
+  /** The run is cancelled (with this signal's reason, `budget`) when it fires. */
+  readonly budgetSignal?: AbortSignal | undefined;
+  /**
+   * Called with what the run spends, as it spends it: each model call's usage when its message ends, and what its own
+   * tools report (their sub-runs). Give it the call's {@link ToolExecuteContext.chargeUsage}.
+   */
+  readonly charge?: ((usage: Usage) => void) | undefined;
 }
 
 /** The third argument of {@link AgentTool.execute}. */
@@ -45,6 +68,12 @@ export interface ToolExecuteContext<TDetails = unknown> {
   readonly onUpdate: (partialResult: AgentToolResult<TDetails>) => void;
   /** The call being executed, as the model made it. */
   readonly toolCall: ToolCall;
+  /**
+   * Reports what this call spends on model calls of its own (a sub-agent's), as it spends it: added to the run's
+   * budget at once (a `BudgetCap` on the run cancels the sub-runs it bounds when it is reached), and stored as the
+   * `usage` of the call's result message however the call ends (cancelled included), unless the result gives its own.
+   */
+  readonly chargeUsage: (usage: Usage) => void;
 }
 
 /**

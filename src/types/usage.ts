@@ -103,3 +103,13 @@ export function addUsage(a: Usage, b: Usage): Usage {
     ),
   };
 }
+
+/**
+ * A bound on what a run spends: US dollars (`usage.cost.total`), tokens (`usage.totalTokens`), or both. A run with one
+ * (a `BudgetCap` declares it) cancels the runs its tools start (sub-agents) as soon as its total — its own model
+ * calls and theirs, counted as they end — reaches it.
+ */
+export interface SpendBound {
+  readonly usd?: number | undefined;
+  readonly tokens?: number | undefined;
+}

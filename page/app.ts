@@ -1,0 +1,234 @@
+// The chat page of `cubepi serve`: vanilla DOM over cubepi/client and cubepi/operators. Threads on the left; the
+// transcript streams token by token; tool calls show live progress; guarded calls get Approve/Deny buttons; Stop
+// cancels the run on the server; a reload mid-run picks the stream up where the thread's history ends.
+import { Subscription, share, type Observable } from 'rxjs';
+import {
+  cancelRun,
+  fromAgentEvents,
+  getThread,
+  listThreads,
+  respond,
+  runEventsUrl,
+  startRun,
+  type SequencedEvent,
+} from 'cubepi/client';
+import { assembleMessages, toolActivity, type ToolActivity } from 'cubepi/operators';
+import type { ApprovalAnswer, ApprovalRequest, Message } from 'cubepi';
+
+const base = new URL('api/', location.href).toString();
+const hash = () => new URLSearchParams(location.hash.slice(1));
+const token = hash().get('token') ?? undefined;
+const options = token === undefined ? {} : { token };
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const transcript = $<HTMLDivElement>('transcript');
+const toolsBox = $<HTMLDivElement>('tools');
+const errorBox = $<HTMLDivElement>('error');
+const form = $<HTMLFormElement>('prompt-form');
+const promptBox = $<HTMLTextAreaElement>('prompt');
+const sendButton = $<HTMLButtonElement>('send');
+const stopButton = $<HTMLButtonElement>('stop');
+const threadList = $<HTMLUListElement>('threads');
+
+let threadId = hash().get('thread') ?? newThreadId();
+/** The messages shown before the current run's. */
+let shown: readonly Message[] = [];
+/** The run being shown: its subscription, its id once known, and whether this page started it. */
+let running: { subscription: Subscription; runId: string | undefined; started: boolean } | undefined;
+
+function newThreadId(): string {
+  return `thread-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 6)}`;
+}
+
+function setHash(): void {
+  const params = hash();
+  params.set('thread', threadId);
+  history.replaceState(null, '', `#${params.toString()}`);
+}
+
+function showError(error: unknown): void {
+  errorBox.hidden = false;
+  errorBox.textContent = error instanceof Error ? error.message : String(error);
+}
+
+// --- rendering -----------------------------------------------------------------------------------------------------
+
+const rendered = new WeakMap<Message, HTMLElement>();
+
+function renderTranscript(messages: readonly Message[]): void {
+  transcript.replaceChildren(...messages.map(messageElement));
+  transcript.scrollTop = transcript.scrollHeight;
+}
+
+function messageElement(message: Message): HTMLElement {
+  const known = rendered.get(message);
+  if (known !== undefined) return known;
+  const element = document.createElement('div');
+  element.className = `message ${message.role}`;
+  element.dataset.role = message.role;
+  const blocks =
+    typeof message.content === 'string' ? [{ type: 'text', text: message.content } as const] : message.content;
+  for (const block of blocks) {
+    const span = document.createElement('div');
+    if (block.type === 'text') span.textContent = block.text;
+    else if (block.type === 'thinking') {
+      span.className = 'thinking';
+      span.textContent = block.thinking;
+    } else if (block.type === 'toolCall') {
+      span.className = 'tool-call';
+      span.textContent = `→ ${block.name}(${JSON.stringify(block.arguments)})`;
+    } else span.textContent = `[${block.type}]`;
+    element.append(span);
+  }
+  if (message.role === 'assistant' && message.errorMessage !== undefined) {
+    const note = document.createElement('div');
+    note.className = 'thinking';
+    note.textContent = message.errorMessage;
+    element.append(note);
+  }
+  rendered.set(message, element);
+  return element;
+}
+
+function renderTools(calls: readonly ToolActivity[]): void {
+  toolsBox.replaceChildren(
+    ...calls.map((call) => {
+      const element = document.createElement('div');
+      element.className = 'tool';
+      element.dataset.status = call.status;
+      element.textContent = `${call.toolName}(${JSON.stringify(call.args)}) `;
+      if (call.status === 'running') {
+        const progress = document.createElement('span');
+        progress.className = 'progress';
+        const text = call.progress?.content.map((c) => (c.type === 'text' ? c.text : '')).join('') ?? '';
+        progress.textContent = text === '' ? '… running' : `… ${text}`;
+        element.append(progress);
+      } else if (call.approval !== undefined) {
+        const { requestId, reason } = call.approval;
+        element.append(`— ${reason}`);
+        element.append(approvalButton('Approve', requestId, { approve: true }));
+        element.append(approvalButton('Deny', requestId, { deny: 'The user denied this call' }));
+      }
+      return element;
+    }),
+  );
+}
+
+function approvalButton(label: string, requestId: string, answer: ApprovalAnswer): HTMLButtonElement {
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.textContent = label;
+  button.onclick = () => show(respond(base, threadId, requestId, answer, options), true);
+  return button;
+}
+
+/** Pending approvals of a suspended thread, shown like held calls. */
+function pendingAsActivity(pending: readonly ApprovalRequest[]): ToolActivity[] {
+  return pending.map((request) => ({
+    runId: '',
+    toolCallId: request.toolCallId,
+    toolName: request.toolName,
+    args: request.args,
+    status: 'awaiting_approval',
+    approval: { requestId: request.requestId, reason: request.reason },
+  }));
+}
+
+function setRunning(on: boolean): void {
+  sendButton.disabled = on;
+  stopButton.hidden = !on;
+  for (const item of threadList.querySelectorAll('li')) item.classList.toggle('disabled', on);
+  document.body.dataset.running = String(on);
+}
+
+// --- runs ----------------------------------------------------------------------------------------------------------
+
+/** Shows a run's events on top of `shown`: the transcript, the tool calls; `started`: this page started it. */
+function show(events: Observable<SequencedEvent>, started: boolean): void {
+  errorBox.hidden = true;
+  const shared = events.pipe(share());
+  const subscription = new Subscription();
+  const run: NonNullable<typeof running> = { subscription, runId: undefined, started };
+  running = run;
+  setRunning(true);
+  let latest = shown;
+  subscription.add(
+    shared.subscribe({
+      next: (event) => (run.runId ??= event.runId),
+      error: (error: unknown) => {
+        showError(error);
+        void finished(run);
+      },
+      complete: () => void finished(run),
+    }),
+  );
+  subscription.add(shared.pipe(assembleMessages(shown)).subscribe((list) => renderTranscript((latest = list))));
+  subscription.add(shared.pipe(toolActivity()).subscribe(renderTools));
+  subscription.add(() => (shown = latest));
+}
+
+async function finished(run: NonNullable<typeof running>): Promise<void> {
+  if (running !== run) return;
+  running = undefined;
+  run.subscription.unsubscribe();
+  await openThread(threadId);
+}
+
+async function stop(): Promise<void> {
+  const run = running;
+  if (run === undefined) return;
+  running = undefined;
+  // A run this page started is cancelled by unsubscribing from it; a run it only watches, by asking the server.
+  run.subscription.unsubscribe();
+  if (!run.started && run.runId !== undefined) await cancelRun(base, run.runId, options);
+  // Show how it closed: the server stores the cancelled run's closing messages.
+  await openThread(threadId);
+}
+
+async function openThread(id: string): Promise<void> {
+  threadId = id;
+  setHash();
+  const thread = await getThread(base, id, options);
+  if (running !== undefined) return;
+  shown = thread.messages;
+  renderTranscript(shown);
+  renderTools(pendingAsActivity(thread.pending));
+  setRunning(false);
+  await refreshThreads();
+  // A run still going (a reload mid-run): replay it from its first event on top of the history before it.
+  if (thread.activeRunId !== null) show(fromAgentEvents(runEventsUrl(base, thread.activeRunId), options), false);
+}
+
+async function refreshThreads(): Promise<void> {
+  const threads = await listThreads(base, options);
+  const ids = threads.map((t) => t.threadId);
+  if (!ids.includes(threadId)) ids.unshift(threadId);
+  threadList.replaceChildren(
+    ...ids.map((id) => {
+      const item = document.createElement('li');
+      item.textContent = id;
+      item.classList.toggle('current', id === threadId);
+      item.onclick = () => {
+        if (running === undefined) void openThread(id).catch(showError);
+      };
+      return item;
+    }),
+  );
+}
+
+form.onsubmit = (event) => {
+  event.preventDefault();
+  const text = promptBox.value.trim();
+  if (text === '' || running !== undefined) return;
+  promptBox.value = '';
+  show(startRun(base, threadId, text, options), true);
+};
+promptBox.onkeydown = (event) => {
+  if (event.key === 'Enter' && !event.shiftKey) form.requestSubmit();
+};
+stopButton.onclick = () => void stop().catch(showError);
+$<HTMLButtonElement>('new-thread').onclick = () => {
+  if (running === undefined) void openThread(newThreadId()).catch(showError);
+};
+
+void openThread(threadId).catch(showError);

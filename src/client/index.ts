@@ -1,0 +1,28 @@
+/**
+ * `cubepi/client`: a cubepi server's runs as Observables, in the browser or anywhere with `fetch` (no Node import).
+ * Watch a run (`fromAgentEvents`), start one (`startRun`: unsubscribing cancels it), answer approvals (`respond`),
+ * read threads (`getThread`). Pipe the events through `cubepi/operators` (`assembleMessages`, `toolActivity`) into any
+ * UI. See `docs/ui.md`.
+ * @module
+ */
+export { AgentServerError, RemoteRunError, StreamBrokenError } from './errors.js';
+export {
+  fromAgentEvents,
+  type AgentEventsOptions,
+  type ClientOptions,
+  type RetryOptions,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from './from-agent-events.js';
+export {
+  cancelRun,
+  getThread,
+  listThreads,
+  respond,
+  runEventsUrl,
+  startRun,
+  type RemoteThread,
+  type RemoteThreadInfo,
+  type RunClientOptions,
+} from './runs.js';
+export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

@@ -1,0 +1,316 @@
+/**
+ * `createAgentServer`: agents served over HTTP, framework-agnostic. The core is a Fetch-style handler (`Request` in,
+ * `Response` out: Hono, Next.js route handlers, Deno, Bun, edge runtimes); `cubepi/server`'s `toNodeListener` mounts
+ * it on Node's `http`, and `attachWebSocket` adds the same streams over WebSocket. See `docs/ui.md`.
+ * @module
+ */
+import type { Agent } from '../agent/agent.js';
+import { threadIdProblem } from '../checkpoint/check-arguments.js';
+import type { Checkpointer } from '../checkpoint/checkpointer.js';
+import { ConfigurationError } from '../types/errors.js';
+import type { ApprovalAnswer } from '../types/approval.js';
+import type { Message } from '../types/messages.js';
+import { sseRecord } from '../wire/frames.js';
+import { readChatRequest, uiMessageStreamResponse } from './ai-sdk-chat.js';
+import { isAuthorized } from './auth.js';
+import { frameBatches, ResumeGoneError } from './frame-pump.js';
+import { errorResponse, HttpError, json, readJsonBody } from './http.js';
+import { RunRegistry } from './run-registry.js';
+
+/** Options of {@link createAgentServer}. */
+export interface AgentServerOptions {
+  /**
+   * The agent of a thread: called once per thread id (then kept; see `maxAgents`). Give it a checkpointer and that
+   * `threadId` so the thread survives restarts and eviction.
+   */
+  readonly agent: (threadId: string) => Agent | Promise<Agent>;
+  /** Lists threads for `GET /threads` (without it, the threads whose agent is in memory). */
+  readonly checkpointer?: Checkpointer | undefined;
+  /**
+   * Text, thinking and tool-argument deltas are merged for the wire over this many milliseconds (default 16; 0 merges
+   * what arrives in the same macrotask): fewer frames, same characters, same order (`throttleDeltas`).
+   */
+  readonly flushMs?: number | undefined;
+  /** How long a run's frames stay available for a resume after it ended (default 300,000 ms). */
+  readonly retentionMs?: number | undefined;
+  /** A run's log bound, in frames (default 100,000): see `RunLogLimits.maxFrames` in docs/ui.md. */
+  readonly maxFrames?: number | undefined;
+  /** Agents kept in memory; the least recently used idle ones go first (default 1,000). */
+  readonly maxAgents?: number | undefined;
+  /**
+   * A secret every request must present, as `Authorization: Bearer <token>` or the `access_token` query parameter
+   * (for `EventSource` and browser WebSockets, which cannot set headers). Compared in constant time. Without it, the
+   * server trusts whoever can reach it: bind it to loopback.
+   */
+  readonly authToken?: string | undefined;
+  /** The largest request body accepted, in bytes (default 1 MiB); larger ones get 413 and nothing runs. */
+  readonly maxBodyBytes?: number | undefined;
+  /** Cross-origin access for these origins (exact match, e.g. `https://app.example.com`); none by default. */
+  readonly cors?: { readonly origins: readonly string[] } | undefined;
+  /** A path prefix the routes live under, e.g. `/api/agent` (default: none). */
+  readonly basePath?: string | undefined;
+  /** A comment line sent on an idle SSE stream this often, so proxies keep it open (default 15,000 ms). */
+  readonly heartbeatMs?: number | undefined;
+}
+
+/** A running agent server: mount {@link fetch}, or `toNodeListener(server)` on Node. */
+export interface AgentServer {
+  /** Handles one request: the routes in docs/ui.md ("The wire protocol"). Never rejects: failures are responses. */
+  fetch(request: Request): Promise<Response>;
+  /** Stops every live run (unsubscribing: their requests aborted), ends every stream, forgets every run. */
+  close(): void;
+  /** @internal The registry, for the Node adapters. */
+  readonly registry: RunRegistry;
+  /** @internal Resolved options, for the Node adapters. */
+  readonly settings: ServerSettings;
+}
+
+/** @internal */
+export interface ServerSettings {
+  readonly authToken: string | undefined;
+  readonly basePath: string;
+  readonly heartbeatMs: number;
+  readonly maxBodyBytes: number;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Serves agents over HTTP: start a run on a thread, stream any run's events as Server-Sent Events (resumable with
+ * `Last-Event-ID`), cancel a run, answer approvals, read threads. Each thread has one agent and at most one run at a
+ * time. Deltas are coalesced for the wire; every client reads the run's shared log at its own pace, so a slow client
+ * never blocks the run or the others.
+ *
+ * Throws {@link ConfigurationError} for invalid options.
+ *
+ * @example
+ * const server = createAgentServer({
+ *   agent: (threadId) => new Agent({ provider, model, tools, checkpointer, threadId }),
+ * });
+ * http.createServer(toNodeListener(server)).listen(8787, '127.0.0.1');
+ */
+export function createAgentServer(options: AgentServerOptions): AgentServer {
+  const settings = resolveSettings(options);
+  const registry = new RunRegistry({
+    agent: options.agent,
+    flushMs: options.flushMs ?? 16,
+    maxFrames: options.maxFrames ?? 100_000,
+    retentionMs: options.retentionMs ?? 300_000,
+    maxAgents: options.maxAgents ?? 1000,
+  });
+  const origins = new Set(options.cors?.origins ?? []);
+
+  async function route(request: Request, url: URL): Promise<Response> {
+    const path = url.pathname.slice(settings.basePath.length);
+    const parts = path.split('/').filter((part) => part !== '');
+    const segments = parts.map(decodeSegment);
+    const method = request.method;
+    if (segments[0] === 'chat') {
+      if (segments.length === 1 && method === 'POST') return chat(request);
+      if (segments.length === 3 && segments[2] === 'stream' && method === 'GET') {
+        return resumeChat(checkThread(segments[1]));
+      }
+    } else if (segments[0] === 'threads') {
+      if (segments.length === 1 && method === 'GET') return listThreads(url);
+      const threadId = checkThread(segments[1]);
+      if (segments.length === 2 && method === 'GET') return getThread(threadId);
+      if (segments.length === 3 && segments[2] === 'runs' && method === 'POST') return startRun(request, threadId);
+      if (segments.length === 4 && segments[2] === 'approvals' && method === 'POST') {
+        return answerApproval(request, threadId, segments[3]!);
+      }
+    } else if (segments[0] === 'runs' && segments.length >= 2) {
+      const runId = segments[1]!;
+      if (segments.length === 3 && segments[2] === 'events' && method === 'GET') return streamRun(request, url, runId);
+      if (segments.length === 2 && method === 'DELETE') return cancelRun(runId);
+    }
+    throw new HttpError(404, 'not_found', `no route ${method} ${path}`);
+  }
+
+  async function startRun(request: Request, threadId: string): Promise<Response> {
+    const body = await readJsonBody(request, settings.maxBodyBytes);
+    const input = (body as { input?: unknown } | null)?.input;
+    if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
+    const runId = await registry.start(threadId, (agent, runOptions) =>
+      agent.prompt$(input as string | Message | readonly Message[], runOptions),
+    );
+    return json(201, { runId, threadId });
+  }
+
+  /** The AI SDK's `DefaultChatTransport` request: the chat id is the thread, the last user message the prompt. */
+  async function chat(request: Request): Promise<Response> {
+    const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
+    const threadId = checkThread(id);
+    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
+    return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
+  }
+
+  /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
+  function resumeChat(threadId: string): Response {
+    const active = registry.activeRun(threadId);
+    if (active === undefined) return new Response(null, { status: 204 });
+    return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
+  }
+
+  async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
+    const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
+    const runId = await registry.start(threadId, (agent, runOptions) => agent.respond$(requestId, answer, runOptions));
+    return json(200, { runId, threadId });
+  }
+
+  async function getThread(threadId: string): Promise<Response> {
+    const agent = await registry.agentFor(threadId);
+    if (registry.activeRun(threadId) === undefined) await agent.restore();
+    // Read together, synchronously: the history up to the active run; the run's own messages come from its events.
+    const active = registry.activeRun(threadId);
+    const messages = agent.state.messages;
+    return json(200, {
+      threadId,
+      messages: active === undefined ? messages : messages.slice(0, active.baseCount),
+      pending: agent.pending,
+      activeRunId: active?.runId ?? null,
+    });
+  }
+
+  async function listThreads(url: URL): Promise<Response> {
+    if (options.checkpointer === undefined) {
+      return json(200, { threads: registry.cachedThreads().map((threadId) => ({ threadId })) });
+    }
+    const limit = url.searchParams.get('limit');
+    const after = url.searchParams.get('after');
+    const threads = await options.checkpointer.listThreads({
+      ...(limit !== null ? { limit: Number(limit) } : {}),
+      ...(after !== null ? { after } : {}),
+    });
+    return json(200, { threads });
+  }
+
+  function cancelRun(runId: string): Response {
+    if (registry.log(runId) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    return json(202, { runId, cancelled: registry.cancel(runId) });
+  }
+
+  function streamRun(request: Request, url: URL, runId: string): Response {
+    const log = registry.log(runId);
+    if (log === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
+    const after = resumePosition(request.headers.get('last-event-id') ?? url.searchParams.get('after'));
+    if (log.after(after) === undefined) {
+      throw new HttpError(410, 'resume_gone', new ResumeGoneError(runId, after).message);
+    }
+    let leave!: () => void;
+    const left = new Promise<void>((resolve) => (leave = resolve));
+    const batches = frameBatches(log, after, left, settings.heartbeatMs);
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const next = await batches.next();
+        if (next.done === true) {
+          controller.close();
+          return;
+        }
+        const item = next.value;
+        const text = item === 'heartbeat' ? ':\n\n' : item.map((f) => sseRecord(f.frame, f.json)).join('');
+        controller.enqueue(encoder.encode(text));
+      },
+      cancel() {
+        leave();
+        void batches.return(undefined);
+      },
+    });
+    return new Response(body, {
+      status: 200,
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        'x-accel-buffering': 'no',
+      },
+    });
+  }
+
+  async function fetchHandler(request: Request): Promise<Response> {
+    const origin = request.headers.get('origin');
+    const cors = origin !== null && origins.has(origin) ? corsHeaders(origin) : undefined;
+    let response: Response;
+    try {
+      const url = new URL(request.url);
+      if (!url.pathname.startsWith(settings.basePath)) throw new HttpError(404, 'not_found', 'not found');
+      if (request.method === 'OPTIONS' && cors !== undefined) response = new Response(null, { status: 204 });
+      else if (!(await isAuthorized(request.headers.get('authorization'), url, settings.authToken))) {
+        throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
+      } else response = await route(request, url);
+    } catch (error) {
+      response = errorResponse(error);
+    }
+    if (cors !== undefined) for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
+    return response;
+  }
+
+  return {
+    fetch: fetchHandler,
+    close: () => registry.close(),
+    registry,
+    settings,
+  };
+}
+
+function resolveSettings(options: AgentServerOptions): ServerSettings {
+  if (typeof options !== 'object' || options === null || typeof options.agent !== 'function') {
+    throw new ConfigurationError('createAgentServer: `agent` must be a function (threadId) => Agent');
+  }
+  const positive = (name: string, value: number | undefined, min: number) => {
+    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value >= min)) {
+      throw new ConfigurationError(`createAgentServer: \`${name}\` must be a number >= ${min}, got ${String(value)}`);
+    }
+  };
+  positive('flushMs', options.flushMs, 0);
+  positive('retentionMs', options.retentionMs, 0);
+  positive('maxFrames', options.maxFrames, 2);
+  positive('maxAgents', options.maxAgents, 1);
+  positive('maxBodyBytes', options.maxBodyBytes, 1);
+  positive('heartbeatMs', options.heartbeatMs, 1);
+  if (options.authToken !== undefined && (typeof options.authToken !== 'string' || options.authToken.length < 16)) {
+    throw new ConfigurationError('createAgentServer: `authToken` must be a string of at least 16 characters');
+  }
+  const basePath = (options.basePath ?? '').replace(/\/+$/, '');
+  if (basePath !== '' && !basePath.startsWith('/')) {
+    throw new ConfigurationError('createAgentServer: `basePath` must start with "/"');
+  }
+  return {
+    authToken: options.authToken,
+    basePath,
+    heartbeatMs: options.heartbeatMs ?? 15_000,
+    maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
+  };
+}
+
+function corsHeaders(origin: string): Record<string, string> {
+  return {
+    'access-control-allow-origin': origin,
+    'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
+    'access-control-allow-headers': 'authorization, content-type, last-event-id',
+    vary: 'origin',
+  };
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'invalid_input', `malformed path segment: ${segment}`);
+  }
+}
+
+function checkThread(threadId: unknown): string {
+  const problem = threadIdProblem(threadId);
+  if (problem !== undefined) throw new HttpError(400, 'invalid_thread_id', problem);
+  return threadId as string;
+}
+
+/** The seq a resume starts after: `Last-Event-ID` or `?after=`, a non-negative integer (0 when absent). */
+function resumePosition(value: string | null): number {
+  if (value === null || value === '') return 0;
+  const seq = Number(value);
+  if (!Number.isSafeInteger(seq) || seq < 0) {
+    throw new HttpError(400, 'invalid_input', `Last-Event-ID must be a seq (a non-negative integer), got ${value}`);
+  }
+  return seq;
+}

@@ -1,0 +1,9 @@
+/**
+ * `cubepi/server`: agents served over HTTP — runs started and streamed as Server-Sent Events or WebSocket frames,
+ * resumable, cancellable, with approvals. A Fetch-style handler at the core (`createAgentServer`), mounted on Node by
+ * `toNodeListener` and `attachWebSocket`. See `docs/ui.md`.
+ * @module
+ */
+export { createAgentServer, type AgentServer, type AgentServerOptions } from './agent-server.js';
+export { attachWebSocket, toNodeListener, type WebSocketOptions } from './node.js';
+export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

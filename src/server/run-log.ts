@@ -1,0 +1,139 @@
+/**
+ * One served run's frames: appended as the run emits them, read by any number of clients from any seq, each at its
+ * own pace. Readers never block the run or each other: a slow client only lags behind in the shared log.
+ * @module
+ */
+import type { AssistantMessage } from '../types/messages.js';
+import { compactUpdate } from '../wire/compact-deltas.js';
+import { frameJson, type WireFrame } from '../wire/frames.js';
+
+/**
+ * A frame with its JSON text, encoded once for every client: a delta update whose snapshot grew by its delta alone is
+ * encoded compact (`compact: true`, see `compact-deltas.ts`), and whole in {@link fullJson} for a connection that
+ * starts in the middle of its message.
+ */
+export interface LoggedFrame {
+  readonly frame: WireFrame;
+  readonly json: string;
+  readonly compact: boolean;
+}
+
+/** The whole JSON of a logged frame (its `json` unless that is compact). */
+export function fullJson(logged: LoggedFrame): string {
+  return logged.compact ? frameJson(logged.frame) : logged.json;
+}
+
+/** Limits of a {@link RunLog}. */
+export interface RunLogLimits {
+  /**
+   * When the log holds more frames than this, the `message_update` frames of messages that already ended are dropped
+   * (their `message_end` frame carries the whole message, so a client that resumes before it still gets every
+   * character); if none can be dropped, the oldest frames go, and a resume from before them is refused.
+   */
+  readonly maxFrames: number;
+}
+
+/**
+ * The frames of one run, in `seq` order (strictly increasing; dense unless compacted). Append-only for the run;
+ * {@link after} reads from any seq.
+ * @internal
+ */
+export class RunLog {
+  private frames: LoggedFrame[] = [];
+  /** Index in `frames` up to which `message_update` frames belong to messages that have ended. */
+  private endedBefore = 0;
+  /** The first seq that may have been dropped from the front (resuming from before it is refused). */
+  private droppedThrough = 0;
+  private waiters: (() => void)[] = [];
+  /** The latest snapshot of the message streaming in the run (what a compact update grows). */
+  private snapshot: AssistantMessage | undefined;
+  private lastSeq = 0;
+  /** True once a terminal (`end` or `error`) frame is in the log. */
+  ended = false;
+  /** True once the server closed: readers stop without a terminal frame. */
+  abandoned = false;
+
+  constructor(
+    readonly runId: string,
+    readonly threadId: string,
+    private readonly limits: RunLogLimits,
+  ) {}
+
+  /** The seq of the last frame appended (0 before any). */
+  get seq(): number {
+    return this.lastSeq;
+  }
+
+  /** Appends `frame` (its seq must be greater than the last) and wakes every waiting reader. */
+  append(frame: WireFrame): void {
+    if (this.ended) return;
+    this.lastSeq = frame.seq;
+    if (frame.kind !== 'event') {
+      this.frames.push({ frame, json: frameJson(frame), compact: false });
+      this.ended = true;
+    } else {
+      const event = frame.event;
+      const compact = compactUpdate(event, this.snapshot);
+      this.frames.push({ frame, json: JSON.stringify(compact ?? event), compact: compact !== undefined });
+      if (event.type === 'message_update') this.snapshot = event.message;
+      else if (event.type === 'message_start' && event.message.role === 'assistant') this.snapshot = event.message;
+      else if (event.type === 'message_end') {
+        this.snapshot = undefined;
+        this.endedBefore = this.frames.length;
+      }
+    }
+    if (this.frames.length > this.limits.maxFrames) this.compact();
+    const waiters = this.waiters;
+    if (waiters.length === 0) return;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * The frames after `seq`, in order (empty when the reader is up to date). Returns `undefined` when frames after
+   * `seq` were dropped from the front of the log (a reader that fell too far behind, or asked for an old seq).
+   */
+  after(seq: number): readonly LoggedFrame[] | undefined {
+    if (seq < this.droppedThrough) return undefined;
+    const frames = this.frames;
+    // Binary search for the first frame with a seq greater than `seq`.
+    let low = 0;
+    let high = frames.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (frames[middle]!.frame.seq <= seq) low = middle + 1;
+      else high = middle;
+    }
+    return low === frames.length ? [] : frames.slice(low);
+  }
+
+  /** Resolves when a frame is appended (at once if the log has frames after `seq` or has ended). */
+  changed(seq: number): Promise<void> {
+    if (this.lastSeq > seq || this.ended || this.abandoned) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Marks the log abandoned (the server is closing) and wakes every waiting reader. */
+  abandon(): void {
+    this.abandoned = true;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  private compact(): void {
+    const ended = this.frames.slice(0, this.endedBefore);
+    const kept = ended.filter((f) => f.frame.kind !== 'event' || f.frame.event.type !== 'message_update');
+    if (kept.length < ended.length) {
+      this.frames = kept.concat(this.frames.slice(this.endedBefore));
+      this.endedBefore = kept.length;
+      // A reader between dropped frames resumes at the next kept one: no character is lost (message_end has them).
+      if (this.frames.length <= this.limits.maxFrames) return;
+    }
+    // Nothing left to drop safely: let the oldest half go; readers before it get refused (410).
+    const drop = this.frames.length - Math.floor(this.limits.maxFrames / 2);
+    this.droppedThrough = this.frames[drop - 1]!.frame.seq;
+    this.frames = this.frames.slice(drop);
+    this.endedBefore = Math.max(0, this.endedBefore - drop);
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * The runs a server serves: each started run's log, which thread it belongs to, how to cancel it, and the agent of
+ * each thread. Runs are keyed by the run id of their `agent_start`.
+ * @module
+ */
+import type { Observable, Subscription } from 'rxjs';
+import type { Agent } from '../agent/agent.js';
+import type { RunOptions } from '../agent/agent-options.js';
+import { numberEvents } from '../../operators/number-events.js';
+import { throttleDeltas } from '../../operators/throttle-deltas.js';
+import { AgentBusyError } from '../types/errors.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import type { WireError } from '../wire/frames.js';
+import { RunLog } from './run-log.js';
+
+/** What the registry needs from the server's options. */
+export interface RunRegistryOptions {
+  readonly agent: (threadId: string) => Agent | Promise<Agent>;
+  readonly flushMs: number;
+  readonly maxFrames: number;
+  readonly retentionMs: number;
+  readonly maxAgents: number;
+}
+
+interface ServedRun {
+  readonly log: RunLog;
+  readonly controller: AbortController;
+  /** How many messages the thread had when the run started: the run's own messages come after. */
+  readonly baseCount: number;
+}
+
+/** @internal */
+export class RunRegistry {
+  private readonly runs = new Map<string, ServedRun>();
+  private readonly activeByThread = new Map<string, string>();
+  private readonly agents = new Map<string, Promise<Agent>>();
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  /** The subscriptions of live runs (unsubscribed by `close`). */
+  private readonly live = new Set<{ subscription?: Subscription; closed: boolean }>();
+  private closed = false;
+
+  constructor(private readonly options: RunRegistryOptions) {}
+
+  /** The agent of `threadId`, created once (then kept while the cache has room; see `maxAgents`). */
+  agentFor(threadId: string): Promise<Agent> {
+    let agent = this.agents.get(threadId);
+    if (agent === undefined) {
+      agent = Promise.resolve().then(() => this.options.agent(threadId));
+      // A factory that failed is asked again next time.
+      agent.catch(() => this.agents.delete(threadId));
+      this.agents.set(threadId, agent);
+      this.evictIdleAgents();
+    } else {
+      // Most recently used last.
+      this.agents.delete(threadId);
+      this.agents.set(threadId, agent);
+    }
+    return agent;
+  }
+
+  /** The log of a run (live, or ended and still retained). */
+  log(runId: string): RunLog | undefined {
+    return this.runs.get(runId)?.log;
+  }
+
+  /** The thread's active run, if any: its id and how many messages the thread had when it started. */
+  activeRun(threadId: string): { readonly runId: string; readonly baseCount: number } | undefined {
+    const runId = this.activeByThread.get(threadId);
+    const served = runId === undefined ? undefined : this.runs.get(runId);
+    return served === undefined ? undefined : { runId: served.log.runId, baseCount: served.baseCount };
+  }
+
+  /** Thread ids with an agent in the cache. */
+  cachedThreads(): string[] {
+    return [...this.agents.keys()];
+  }
+
+  /**
+   * Starts the run `start` opens on the thread's agent, coalesced and numbered, and resolves with its run id once its
+   * first event is logged — or with `null` when the Observable completes with no event (an approval that was not the
+   * last of its batch). Rejects with the run's error when it fails before its first event (a busy agent, bad input).
+   */
+  async start(
+    threadId: string,
+    open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
+  ): Promise<string | null> {
+    if (this.closed) throw new AgentBusyError('the server is closing');
+    const active = this.activeByThread.get(threadId);
+    if (active !== undefined)
+      throw new AgentBusyError(`thread ${JSON.stringify(threadId)} has an active run: ${active}`);
+    const agent = await this.agentFor(threadId);
+    // Restored first, so the count of messages before the run is known (GET /threads/:id serves the history up to it).
+    await agent.restore();
+    const baseCount = agent.state.messages.length;
+    const controller = new AbortController();
+    const { flushMs, maxFrames } = this.options;
+    return new Promise<string | null>((resolve, reject) => {
+      let served: ServedRun | undefined;
+      let seq = 0;
+      const holder: { subscription?: Subscription; closed: boolean } = { closed: false };
+      const finish = (frame: { kind: 'end' } | { kind: 'error'; error: WireError }) => {
+        holder.closed = true;
+        this.live.delete(holder);
+        if (served === undefined) return;
+        served.log.append({ ...frame, seq: seq + 1, runId: served.log.runId });
+        this.release(threadId, served.log.runId);
+      };
+      const subscription = open(agent, { signal: controller.signal })
+        .pipe(throttleDeltas(flushMs), numberEvents())
+        .subscribe({
+          next: (event) => {
+            seq = event.seq;
+            if (served === undefined) {
+              served = { log: new RunLog(event.runId, threadId, { maxFrames }), controller, baseCount };
+              this.runs.set(event.runId, served);
+              this.activeByThread.set(threadId, event.runId);
+              resolve(event.runId);
+            }
+            served.log.append({ kind: 'event', seq: event.seq, event });
+          },
+          error: (error: unknown) => {
+            if (served === undefined) reject(error);
+            finish({ kind: 'error', error: toWireError(error) });
+          },
+          complete: () => {
+            if (served === undefined) resolve(null);
+            finish({ kind: 'end' });
+          },
+        });
+      if (!holder.closed) {
+        holder.subscription = subscription;
+        this.live.add(holder);
+      }
+    });
+  }
+
+  /**
+   * Cancels a live run the way `RunOptions.signal` does: the run closes itself (its provider request aborted, its
+   * tools' signals fired) and its closing events still reach the log. Returns false for an unknown or ended run.
+   */
+  cancel(runId: string, reason = 'cancelled by a client'): boolean {
+    const served = this.runs.get(runId);
+    if (served === undefined || served.log.ended) return false;
+    served.controller.abort(new Error(reason));
+    return true;
+  }
+
+  /** Stops every live run by unsubscribing from it, forgets every log and agent, and wakes waiting readers. */
+  close(): void {
+    this.closed = true;
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+    for (const holder of this.live) holder.subscription?.unsubscribe();
+    this.live.clear();
+    for (const served of this.runs.values()) served.log.abandon();
+    this.runs.clear();
+    this.activeByThread.clear();
+    this.agents.clear();
+  }
+
+  private release(threadId: string, runId: string): void {
+    if (this.activeByThread.get(threadId) === runId) this.activeByThread.delete(threadId);
+    if (this.closed) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.runs.delete(runId);
+    }, this.options.retentionMs);
+    (timer as { unref?: () => void }).unref?.();
+    this.timers.add(timer);
+    this.evictIdleAgents();
+  }
+
+  /** Drops the least recently used agents of threads with no active run while the cache is over `maxAgents`. */
+  private evictIdleAgents(): void {
+    if (this.agents.size <= this.options.maxAgents) return;
+    for (const threadId of this.agents.keys()) {
+      if (this.agents.size <= this.options.maxAgents) return;
+      if (!this.activeByThread.has(threadId)) this.agents.delete(threadId);
+    }
+  }
+}
+
+/** A run's failure as it travels. */
+export function toWireError(error: unknown): WireError {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
+  }
+  return { name: 'Error', message: String(error) };
+}

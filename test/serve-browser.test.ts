@@ -1,0 +1,156 @@
+// `cubepi serve` as a person uses it: the built command started as a process, its chat page driven in a headless
+// Chromium. A prompt streams an answer and a tool call with progress; Stop cancels mid-stream (the stored thread ends
+// with an aborted message); a reload mid-run resumes the stream with nothing doubled; a guarded call is approved from
+// the page. A screenshot of each is saved under test-output/.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { execFile } from 'node:child_process';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const CHROMIUM = '/usr/bin/chromium';
+const inCI = !!process.env.CI && process.env.CI !== 'false' && process.env.CI !== '0';
+const haveChromium = existsSync(CHROMIUM);
+const output = join(root, 'test-output');
+
+if (!haveChromium) {
+  if (inCI) {
+    it('finds Chromium (required when CI is set)', () => {
+      throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does it).`);
+    });
+  } else {
+    it.skip(`cubepi serve in a browser: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`, () => {});
+  }
+}
+
+describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
+  let serve: ChildProcess;
+  let origin = '';
+  let context: BrowserContext;
+  let dir = '';
+
+  beforeAll(async () => {
+    if (!existsSync(join(root, 'dist/page/app.js'))) {
+      await promisify(execFile)('npm', ['run', 'build'], { cwd: root });
+    }
+    dir = mkdtempSync(join(tmpdir(), 'cubepi-serve-'));
+    mkdirSync(output, { recursive: true });
+    serve = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--port', '0', '--db', join(dir, 'threads.db')], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    origin = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      serve.stdout!.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        const match = /http:\/\/127\.0\.0\.1:\d+/.exec(text);
+        if (match !== null) resolve(match[0]);
+      });
+      serve.stderr!.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      serve.once('exit', (code) => reject(new Error(`cubepi serve exited (${code}): ${text}`)));
+    });
+    context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await context?.close();
+    if (serve !== undefined && serve.exitCode === null) {
+      const exited = new Promise((resolve) => serve.once('exit', resolve));
+      serve.kill('SIGTERM');
+      await exited;
+    }
+    if (dir !== '') rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A page on a new thread, failing the test on any page error. */
+  async function open(thread: string): Promise<{ page: Page; problems: string[] }> {
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
+    await page.goto(`${origin}/#thread=${thread}`);
+    await page.waitForSelector('body[data-running="false"]');
+    return { page, problems };
+  }
+
+  const transcript = (page: Page) => page.locator('#transcript').innerText();
+  const stored = async (thread: string) =>
+    ((await (await fetch(`${origin}/api/threads/${thread}`)).json()) as { messages: { role: string }[] }).messages;
+
+  /** Waits until the transcript shows `text` (a string evaluated in the page: tests have no DOM types). */
+  const waitForText = (page: Page, text: string) =>
+    page.waitForFunction(`document.querySelector('#transcript').textContent.includes(${JSON.stringify(text)})`);
+
+  async function send(page: Page, prompt: string): Promise<void> {
+    await page.fill('#prompt', prompt);
+    await page.click('#send');
+  }
+
+  it('streams the answer token by token, with the tool call and its progress', async () => {
+    const { page, problems } = await open('stream-1');
+    await send(page, 'Tell me about cubes');
+    await page.waitForSelector('.tool[data-status="running"]');
+    expect(await page.locator('.tool').innerText()).toMatch(/research\(\{"topic":"Tell me about cubes"\}\) … \w+ing/);
+    await waitForText(page, 'Point 1');
+    const partial = await transcript(page);
+    expect(partial).not.toContain('Done.'); // still streaming
+    await page.waitForSelector('body[data-running="false"]', { timeout: 30_000 });
+    const text = await transcript(page);
+    expect(text).toContain('Notes on Tell me about cubes: three entries found.');
+    expect(text.match(/Point 6/g)).toHaveLength(1);
+    expect(text).toContain('Done.');
+    expect(await page.locator('.message').count()).toBe((await stored('stream-1')).length);
+    await page.screenshot({ path: join(output, 'serve-stream.png') });
+    expect(problems).toEqual([]);
+  });
+
+  it('Stop cancels the run mid-stream: the stored thread ends with the aborted answer', async () => {
+    const { page, problems } = await open('stop-1');
+    await send(page, 'Write at length');
+    await waitForText(page, 'Point 2');
+    await page.click('#stop');
+    await page.waitForSelector('body[data-running="false"]');
+    const messages = (await stored('stop-1')) as { role: string; stopReason?: string }[];
+    expect(messages.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });
+    expect(await transcript(page)).not.toContain('Done.');
+    await page.screenshot({ path: join(output, 'serve-stopped.png') });
+    expect(problems).toEqual([]);
+  });
+
+  it('a reload mid-run resumes the stream, nothing doubled', async () => {
+    const { page, problems } = await open('reload-1');
+    await send(page, 'Explain reloading');
+    await waitForText(page, 'Point 1');
+    await page.reload();
+    await page.waitForSelector('body[data-running="true"]');
+    await page.waitForSelector('body[data-running="false"]', { timeout: 30_000 });
+    const text = await transcript(page);
+    expect(await page.locator('.message.user').count()).toBe(1);
+    expect(text.match(/Point 1:/g)).toHaveLength(1);
+    expect(text.match(/Done\./g)).toHaveLength(1);
+    expect(await page.locator('.message').count()).toBe((await stored('reload-1')).length);
+    await page.screenshot({ path: join(output, 'serve-reloaded.png') });
+    expect(problems).toEqual([]);
+  });
+
+  it('a guarded call waits for the Approve button, then runs', async () => {
+    const { page, problems } = await open('approve-1');
+    await send(page, 'delete the old notes');
+    await page.waitForSelector('.tool[data-status="awaiting_approval"]');
+    await page.screenshot({ path: join(output, 'serve-approval.png') });
+    await page.click('.tool button:text("Approve")');
+    await waitForText(page, 'Deleted the notes on delete the old notes.');
+    await page.waitForSelector('body[data-running="false"]', { timeout: 30_000 });
+    expect(await transcript(page)).toContain('Done.');
+    expect(await page.locator('.tool').count()).toBe(0);
+    expect(problems).toEqual([]);
+  });
+});
