@@ -63,7 +63,18 @@ export interface AgentServer {
   readonly registry: RunRegistry;
   /** @internal Resolved options, for the Node adapters. */
   readonly settings: ServerSettings;
+  /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
+  readonly openRunStream: (runId: string, lastEventId: string | null) => FrameReader;
+  /** @internal The CORS headers for a request from `origin`, when it is allowed. */
+  readonly corsFor: (origin: string | null) => Record<string, string> | undefined;
 }
+
+/** The headers of a run's SSE stream. @internal */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  'x-accel-buffering': 'no',
+};
 
 /** @internal */
 export interface ServerSettings {
@@ -73,8 +84,8 @@ export interface ServerSettings {
   readonly maxBodyBytes: number;
 }
 
-/** An SSE comment line: keeps an idle stream open through proxies. */
-const HEARTBEAT = new TextEncoder().encode(':\n\n');
+/** An SSE comment line: keeps an idle stream open through proxies. @internal */
+export const HEARTBEAT = new TextEncoder().encode(':\n\n');
 
 /**
  * Serves agents over HTTP: start a run on a thread, stream any run's events as Server-Sent Events (resumable with
@@ -191,17 +202,21 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     return json(202, { runId, cancelled: registry.cancel(runId) });
   }
 
-  function streamRun(request: Request, url: URL, runId: string): Response {
+  /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run, 410 when gone. */
+  function openRunStream(runId: string, lastEventId: string | null): FrameReader {
     const log = registry.log(runId);
     if (log === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
-    const after = resumePosition(request.headers.get('last-event-id') ?? url.searchParams.get('after'));
-    let reader: FrameReader;
+    const after = resumePosition(lastEventId);
     try {
-      reader = new FrameReader(log, after, settings.heartbeatMs);
+      return new FrameReader(log, after, settings.heartbeatMs);
     } catch (error) {
       if (error instanceof ResumeGoneError) throw new HttpError(410, 'resume_gone', error.message);
       throw error;
     }
+  }
+
+  function streamRun(request: Request, url: URL, runId: string): Response {
+    const reader = openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'));
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
         const item = await reader.next();
@@ -212,19 +227,13 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         reader.stop();
       },
     });
-    return new Response(body, {
-      status: 200,
-      headers: {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        'x-accel-buffering': 'no',
-      },
-    });
+    return new Response(body, { status: 200, headers: SSE_HEADERS });
   }
 
+  const corsFor = (origin: string | null) => (origin !== null && origins.has(origin) ? corsHeaders(origin) : undefined);
+
   async function fetchHandler(request: Request): Promise<Response> {
-    const origin = request.headers.get('origin');
-    const cors = origin !== null && origins.has(origin) ? corsHeaders(origin) : undefined;
+    const cors = corsFor(request.headers.get('origin'));
     let response: Response;
     try {
       const url = new URL(request.url);
@@ -245,6 +254,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     close: () => registry.close(),
     registry,
     settings,
+    openRunStream,
+    corsFor,
   };
 }
 

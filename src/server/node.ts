@@ -6,9 +6,10 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
-import type { AgentServer } from './agent-server.js';
+import { HEARTBEAT, SSE_HEADERS, type AgentServer } from './agent-server.js';
 import { isAuthorized } from './auth.js';
-import { FrameReader, jsonOf } from './frame-pump.js';
+import { FrameReader, jsonOf, sseChunk } from './frame-pump.js';
+import { errorResponse, HttpError } from './http.js';
 import type { WebSocket } from 'ws';
 
 /**
@@ -27,6 +28,13 @@ export function toNodeListener(server: AgentServer): (req: IncomingMessage, res:
 }
 
 async function serve(server: AgentServer, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // The fan-out route, served straight on the socket: no Request, Headers, Response or stream per watcher.
+  if (req.method === 'GET') {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const { basePath } = server.settings;
+    const match = url.pathname.startsWith(basePath) ? RUN_EVENTS.exec(url.pathname.slice(basePath.length)) : null;
+    if (match !== null) return serveRunEvents(server, req, res, url, match[1]!);
+  }
   const controller = new AbortController();
   res.once('close', () => controller.abort());
   const headers = new Headers();
@@ -59,6 +67,51 @@ async function serve(server: AgentServer, req: IncomingMessage, res: ServerRespo
     }
   } finally {
     res.off('close', onClose);
+    if (!res.destroyed) res.end();
+  }
+}
+
+/** `GET /runs/:id/events` as Server-Sent Events, written to the socket at its pace (the Fetch handler's route). */
+async function serveRunEvents(
+  server: AgentServer,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  segment: string,
+): Promise<void> {
+  const cors = server.corsFor(req.headers.origin ?? null);
+  let reader: FrameReader;
+  try {
+    if (!(await isAuthorized(req.headers.authorization ?? null, url, server.settings.authToken))) {
+      throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
+    }
+    let runId: string;
+    try {
+      runId = decodeURIComponent(segment);
+    } catch {
+      throw new HttpError(400, 'invalid_input', `malformed path segment: ${segment}`);
+    }
+    const lastEventId = req.headers['last-event-id'];
+    reader = server.openRunStream(
+      runId,
+      (Array.isArray(lastEventId) ? lastEventId[0] : lastEventId) ?? url.searchParams.get('after'),
+    );
+  } catch (error) {
+    const response = errorResponse(error);
+    res.writeHead(response.status, { ...Object.fromEntries(response.headers), ...cors });
+    res.end(await response.text());
+    return;
+  }
+  res.writeHead(200, { ...SSE_HEADERS, ...cors });
+  res.flushHeaders();
+  const stop = () => reader.stop();
+  res.once('close', stop);
+  try {
+    for (let item = await reader.next(); item !== null && !res.destroyed; item = await reader.next()) {
+      if (!res.write(item === 'heartbeat' ? HEARTBEAT : sseChunk(item))) await drained(res);
+    }
+  } finally {
+    res.off('close', stop);
     if (!res.destroyed) res.end();
   }
 }
