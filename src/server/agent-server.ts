@@ -7,7 +7,7 @@
 import type { Agent } from '../agent/agent.js';
 import { threadIdProblem } from '../checkpoint/check-arguments.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
-import { ConfigurationError } from '../types/errors.js';
+import { AgentBusyError, ConfigurationError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import { readChatRequest, uiMessageStreamResponse } from './ai-sdk-chat.js';
@@ -172,7 +172,12 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   async function getThread(threadId: string): Promise<Response> {
     const agent = await registry.agentFor(threadId);
-    if (registry.activeRun(threadId) === undefined) await agent.restore();
+    // A run that has started but not emitted yet makes restore() busy: the thread is restored by then anyway.
+    if (registry.activeRun(threadId) === undefined) {
+      await agent.restore().catch((error: unknown) => {
+        if (!(error instanceof AgentBusyError)) throw error;
+      });
+    }
     // Read together, synchronously: the history up to the active run; the run's own messages come from its events.
     const active = registry.activeRun(threadId);
     const messages = agent.state.messages;
