@@ -104,7 +104,11 @@ export const serveCommand: Command = async (args, context) => {
     if (req.url?.startsWith('/api/') === true) api(req, res);
     else serveStatic(req, res);
   });
-  await attachWebSocket(http, server);
+  // WebSocket is optional (the page streams over SSE): without the `ws` package, say so and serve the rest.
+  await attachWebSocket(http, server).catch((error: unknown) => {
+    if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    context.stderr.write('cubepi serve: WebSocket streams are off: install the ws package to serve them\n');
+  });
   await new Promise<void>((ready, fail) => {
     http.once('error', (error) => fail(new Error(`cannot listen on ${values.host}:${port}: ${error.message}`)));
     http.listen(port, values.host, ready);
