@@ -13,6 +13,7 @@ import {
   defineTool,
   MemoryCheckpointer,
   retry,
+  usageOf,
   type AgentEvent,
   type CompactionEntry,
   type Message,
@@ -108,6 +109,12 @@ describe('Compaction', () => {
     expect(last.messages.slice(1)).toEqual(stored!.messages.slice(entry.throughSeq, -1)); // before its own answer
     // Summarised once.
     expect(calls.filter((c) => c.kind === 'summary')).toHaveLength(1);
+    // The summary's spend is the run's: in its agent_end usage, beside what its messages carry.
+    const runEnd = events.slice(events.indexOf(end)).find((e) => e.type === 'agent_end')!;
+    const summaryUsage = end.type === 'compaction_end' ? end.usage! : undefined;
+    expect(summaryUsage!.totalTokens).toBeGreaterThan(0);
+    if (runEnd.type !== 'agent_end') throw new Error('no agent_end');
+    expect(runEnd.usage.totalTokens).toBe(usageOf(runEnd.messages).totalTokens + summaryUsage!.totalTokens);
   });
 
   it('is not repeated after a restore: a new Agent over the same SQLite file uses the stored summary', async () => {

@@ -17,7 +17,7 @@ import type { Provider } from '../types/provider.js';
 import type { HookState } from '../types/state.js';
 import type { AnyAgentTool, RunLimits } from '../types/tool.js';
 import { usageOf } from '../types/usage-of.js';
-import type { SpendBound, Usage } from '../types/usage.js';
+import { addUsage, EMPTY_USAGE, type SpendBound, type Usage } from '../types/usage.js';
 import { drive, type Op } from './drive.js';
 import { resumeBatch, type ResumeBatch } from './resume-batch.js';
 import { callHook, hookContext, RunStopped, runSink, type RunState } from './run-state.js';
@@ -235,6 +235,7 @@ function startLoop(
     getFollowUpMessages: options.getFollowUpMessages,
     transcript: [...(options.history ?? [])],
     newMessages: [],
+    sideUsage: EMPTY_USAGE,
     signal,
     abort,
     emit,
@@ -355,7 +356,8 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
       run.outcome = 'failed';
     }
   }
-  const usage = usageOf(run.newMessages);
+  const usage =
+    run.sideUsage === EMPTY_USAGE ? usageOf(run.newMessages) : addUsage(usageOf(run.newMessages), run.sideUsage);
   run.emit({
     type: 'agent_end',
     runId: run.runId,

@@ -120,6 +120,11 @@ export interface RunState {
   readonly transcript: Message[];
   /** What this run added. */
   readonly newMessages: Message[];
+  /**
+   * What model calls of the run's middleware (a compaction's summary: `sideModelCall`) spent: part of the run's
+   * `agent_end.usage` and of its budget, though no message of the transcript carries it.
+   */
+  sideUsage: Usage;
   readonly signal: AbortSignal;
   /** Cancels everything in flight (tools see their signal fire) with `reason`. */
   readonly abort: (reason: unknown) => void;

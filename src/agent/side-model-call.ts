@@ -11,10 +11,15 @@ import type { AgentEvent, PreviousAttempt } from '../types/agent-events.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
+import { addUsage, type Usage } from '../types/usage.js';
 
 /** What a side call needs of its run (a `RunState` is one). */
 export interface SideCallRun {
   readonly runId: string;
+  /** What the run's side calls spent so far (each attempt's final usage is added). */
+  sideUsage: Usage;
+  /** Counts spend against the run's budget (and its parent's), when it has one. */
+  readonly spend: ((usage: Usage) => void) | undefined;
   readonly provider: Provider;
   readonly model: Model;
   readonly signal: AbortSignal;
@@ -25,7 +30,8 @@ export interface SideCallRun {
 /**
  * Sends `side` (the run's provider and model unless it names others; no tools unless given) through the run's
  * model-call onion (when it has one) to its provider: every attempt is announced (`model_attempt` under
- * `invocationId`), the run's signal aborts it, and unsubscribing aborts it. Cold. The wrappers' context is the turn's
+ * `invocationId`), the run's signal aborts it, and unsubscribing aborts it; what each attempt spends is added to the
+ * run's `sideUsage` (its `agent_end.usage`) and counted against its budget. Cold. The wrappers' context is the turn's
  * (`context()`) with `invocationId` and `purpose`, so a wrapper that reshapes the turn's own call can let it through.
  */
 export function sideModelCall(
@@ -69,6 +75,10 @@ export function sideModelCall(
         });
         return stream.pipe(
           tap((event) => {
+            if (event.type !== 'done' && event.type !== 'error') return;
+            // Every attempt's spend counts, a failed one's too (its usage so far), like the turn's own calls.
+            run.sideUsage = addUsage(run.sideUsage, event.message.usage);
+            run.spend?.(event.message.usage);
             if (event.type !== 'error') return;
             const error = event.message.errorMessage;
             previous = { attemptId, errorKind: event.errorKind, ...(error !== undefined ? { error } : {}) };

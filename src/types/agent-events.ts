@@ -251,7 +251,7 @@ export interface CompactionEndEvent {
   readonly throughSeq: number;
   readonly summary?: string;
   readonly error?: string;
-  /** What the summarising call spent (not counted in `agent_end.usage`, which sums the transcript's messages). */
+  /** What the summarising call spent (its last attempt's); every attempt's spend is in the run's `agent_end.usage`. */
   readonly usage?: Usage;
   /** The estimated tokens of the context the model now receives. */
   readonly tokensAfter?: number;
