@@ -3,7 +3,14 @@
 import { asyncScheduler, ignoreElements, Observable, type OperatorFunction } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, EMPTY_USAGE, type AgentEvent, type AssistantMessage, type Message } from 'cubepi';
-import { assembleMessages, throttleDeltas, toAgUiEvents, toolActivity, toUIMessageStream } from 'cubepi/operators';
+import {
+  assembleMessages,
+  numberEvents,
+  throttleDeltas,
+  toAgUiEvents,
+  toolActivity,
+  toUIMessageStream,
+} from 'cubepi/operators';
 import { assistant, testScheduler, user } from './helpers.js';
 
 const snap = (text: string): AssistantMessage => assistant(text);
@@ -252,5 +259,20 @@ it.each([
     const operator = make() as OperatorFunction<AgentEvent, unknown>;
     expectObservable(source.pipe(operator, ignoreElements()), '^--!').toBe('');
     expectSubscriptions(source.subscriptions).toBe('^--!');
+  });
+});
+
+describe('numberEvents', () => {
+  it('numbers each event from 1, per subscription; errors pass through', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold<AgentEvent>('-a-b-#', { a: end, b: update('x', 'x') });
+      const numbered = source.pipe(numberEvents());
+      expectObservable(numbered).toBe('-a-b-#', { a: { ...end, seq: 1 }, b: { ...update('x', 'x'), seq: 2 } });
+      // A second subscription counts from 1 again.
+      expectObservable(numbered, '---^').toBe('----a-b-#', {
+        a: { ...end, seq: 1 },
+        b: { ...update('x', 'x'), seq: 2 },
+      });
+    });
   });
 });
