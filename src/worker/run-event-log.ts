@@ -23,7 +23,10 @@ import {
 
 /** Options of {@link createRunEventLog}: a pool or a connection string (exactly one). */
 export interface RunEventLogOptions {
-  /** The pool to use (not ended by `close`). Each subscribed reader holds one of its connections: size it. */
+  /**
+   * The pool to use (not ended by `close`). Each subscribed reader holds one of its connections while it follows its
+   * run: size it, and give readers a log on a pool of their own (readers holding every connection make appends wait).
+   */
   readonly pool?: pg.Pool | undefined;
   /** A connection string: the log makes a pool of its own, ended by `close`. */
   readonly connectionString?: string | undefined;

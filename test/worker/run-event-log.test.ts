@@ -8,7 +8,14 @@ import { firstValueFrom, lastValueFrom, timeout, toArray, type Observable } from
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InvalidInputError } from 'cubepi';
 import { createRunEventLog, RunEventLogError, type RunEventLog, type WireFrame } from 'cubepi/worker';
-import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
+import {
+  connectionString,
+  dropSchema,
+  pgAvailable,
+  requirePostgres,
+  testPool,
+  uniqueSchema,
+} from '../checkpoint/postgres-server.js';
 import { plain, scriptedRun } from './run-frames.js';
 
 requirePostgres();
@@ -284,6 +291,15 @@ describe.skipIf(!pgAvailable)('run-event log (PostgreSQL)', () => {
     expect(await log.lastSeq('old')).toBe(0);
     expect(await log.lastSeq('new')).toBe(scriptedRun('new', 1, 2).length);
     expect(await log.lastSeq('mixed')).toBe(3);
+  });
+
+  it('makes and ends a pool of its own from a connection string', async () => {
+    const own = createRunEventLog({ connectionString: connectionString(), schema });
+    const frames = scriptedRun('own', 1, 2);
+    await own.appendRunEvents('own', frames);
+    expect(plain(await all(own.runEvents('own')))).toEqual(plain(frames));
+    await own.close();
+    await expect(own.lastSeq('own')).rejects.toBeInstanceOf(RunEventLogError); // its pool has ended
   });
 
   it('refuses bad options and arguments with typed errors', () => {
