@@ -18,6 +18,7 @@ export default defineConfig({
       { find: /^cubepi\/mcp$/, replacement: here('./src/mcp/index.ts') },
       { find: /^cubepi\/server$/, replacement: here('./src/server/index.ts') },
       { find: /^cubepi\/client$/, replacement: here('./src/client/index.ts') },
+      { find: /^cubepi\/worker$/, replacement: here('./src/worker/index.ts') },
       { find: /^cubepi\/testing$/, replacement: here('./src/testing/index.ts') },
       { find: /^cubepi$/, replacement: here('./src/index.ts') },
     ],

@@ -87,6 +87,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/client': ['src/client', 'src/wire', 'src/types'],
   // cubepi/server serves agents: coalesces and numbers their events with the operators, reads threads.
   'src/server': ['src/server', 'src/wire', 'src/types', 'operators', 'src/agent', 'src/checkpoint'],
+  // cubepi/worker runs on PostgreSQL: stores and reads the wire frames of cubepi/server (the run-event log).
+  'src/worker': ['src/worker', 'src/wire', 'src/types'],
   // Tracing reads events (their types) and hashes prompts with the middleware's hash; nothing imports it but its entry.
   'src/tracing': ['src/tracing', 'src/types', 'src/middleware'],
 };

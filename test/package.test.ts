@@ -101,6 +101,15 @@ describe('package entry points', () => {
     expect(existsSync(`${root}/dist/src/client/index.d.ts`)).toBe(true);
   });
 
+  it('resolves cubepi/worker, with its types', async () => {
+    const script = `
+      const worker = await import('cubepi/worker');
+      console.log(JSON.stringify([typeof worker.createRunEventLog, typeof worker.RunEventLogError]));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(['function', 'function']);
+    expect(existsSync(`${root}/dist/src/worker/index.d.ts`)).toBe(true);
+  });
+
   it('resolves cubepi/mcp, which loads the MCP SDK', async () => {
     const script = `
       const mcp = await import('cubepi/mcp');

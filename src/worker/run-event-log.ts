@@ -1,0 +1,317 @@
+/**
+ * The run-event log on PostgreSQL: every frame of every run, appended by the process that runs it, read by any
+ * process from any seq (replay, then the live tail). See `docs/scale-out.md`.
+ * @module
+ */
+import pg from 'pg';
+import type { Observable } from 'rxjs';
+import { ConfigurationError, InvalidInputError } from '../types/errors.js';
+import type { AssistantMessage } from '../types/messages.js';
+import { compactUpdate } from '../wire/compact-deltas.js';
+import { frameJson, type WireFrame } from '../wire/frames.js';
+import { RunEventLogError } from './errors.js';
+import { readRunEvents, type ReaderContext, type ReaderHooks } from './read-run-events.js';
+import {
+  channelOf,
+  IDENTIFIER,
+  migrateRunEvents,
+  RUN_ENDED,
+  runEventTables,
+  SEQ_ORDER,
+  type RunEventTables,
+} from './run-events-schema.js';
+
+/** Options of {@link createRunEventLog}: a pool or a connection string (exactly one). */
+export interface RunEventLogOptions {
+  /**
+   * The pool to use (not ended by `close`). Each subscribed reader holds one of its connections while it follows its
+   * run: size it, and give readers a log on a pool of their own (readers holding every connection make appends wait).
+   */
+  readonly pool?: pg.Pool | undefined;
+  /** A connection string: the log makes a pool of its own, ended by `close`. */
+  readonly connectionString?: string | undefined;
+  /** The schema of the table (created if missing). Letters, digits and `_`; default `public`. */
+  readonly schema?: string | undefined;
+  /** Rows fetched per query while a reader replays (default 500). */
+  readonly pageSize?: number | undefined;
+}
+
+/** Options of {@link RunEventLog.runEvents}. */
+export interface RunEventsOptions {
+  /** Read the frames after this seq (default 0: all of them). The `Last-Event-ID` of a resuming client. */
+  readonly after?: number | undefined;
+}
+
+/** The run-event log; see {@link createRunEventLog}. */
+export interface RunEventLog {
+  /** Creates the schema, table and function now (optional: the first call does it). */
+  migrate(): Promise<void>;
+  /**
+   * Appends `frames` (one run's, seqs strictly increasing, the first greater than the run's last stored seq, at most
+   * one terminal frame and only last) in one statement, then wakes the run's readers. Calls for one run are written
+   * in call order, and calls made while one is in flight are merged into the next statement. Rejects with
+   * `InvalidInputError` for frames out of order (nothing written), `RunEventLogError` `seq_order` or `run_ended` when
+   * the stored run refuses them (nothing written), `database` otherwise (outcome unknown: read to know).
+   */
+  appendRunEvents(runId: string, frames: readonly WireFrame[]): Promise<void>;
+  /**
+   * A cold Observable of the run's frames after `options.after`: the stored ones, then each as it is appended, whole
+   * (compact updates decoded, as `cubepi/client` would), each once, in seq order, completing after the run's terminal
+   * frame. A run with no frames yet is waited for. Each subscription holds one pooled connection LISTENing on the
+   * run's channel; unsubscribing UNLISTENs and releases it. Fails with `RunEventLogError` if the database does.
+   */
+  runEvents(runId: string, options?: RunEventsOptions): Observable<WireFrame>;
+  /** The run's last stored seq (0 when it has none). */
+  lastSeq(runId: string): Promise<number>;
+  /**
+   * Retention: deletes every run whose last frame was appended before `date`, whole (never part of a run), ended or
+   * not; resolves with the number of runs deleted. A run that is silent that long and then appends again starts
+   * over from its next seq (a reader from 0 would see it begin there).
+   */
+  deleteRunEventsBefore(date: Date): Promise<number>;
+  /** Ends the log's own pool (made from `connectionString`); a pool given in `pool` is left open. */
+  close(): Promise<void>;
+}
+
+interface Pending {
+  readonly frames: readonly WireFrame[];
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** One run's writer state in this process: queued calls, the streaming message (for compact updates). */
+interface RunWriter {
+  queue: Pending[];
+  flushing: boolean;
+  /** The last seq accepted into the queue (checked before merging, so one bad call fails alone). */
+  queuedSeq: number;
+  snapshot: AssistantMessage | undefined;
+  /** A terminal frame was queued. */
+  ended: boolean;
+}
+
+/**
+ * A run-event log on PostgreSQL (`cubepi/worker`). Throws `ConfigurationError` for bad options; connects lazily.
+ *
+ * ```ts
+ * import pg from 'pg';
+ * import { createRunEventLog } from 'cubepi/worker';
+ * const log = createRunEventLog({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL }) });
+ * log.runEvents('run-1', { after: 0 }).subscribe((frame) => console.log(frame.seq, frame.kind));
+ * ```
+ */
+export function createRunEventLog(options: RunEventLogOptions): RunEventLog {
+  return new PostgresRunEventLog(options);
+}
+
+class PostgresRunEventLog implements RunEventLog {
+  readonly #pool: pg.Pool;
+  readonly #owned: boolean;
+  readonly #tables: RunEventTables;
+  readonly #writers = new Map<string, RunWriter>();
+  readonly #reader: ReaderContext;
+  #ready: Promise<void> | undefined;
+  readonly #ignoreIdleClientError = (): void => {};
+
+  constructor(options: RunEventLogOptions) {
+    const schema = options.schema ?? 'public';
+    if (!IDENTIFIER.test(schema)) {
+      throw new ConfigurationError(`schema must be letters, digits and _ (at most 40), got "${schema}"`);
+    }
+    const pageSize = options.pageSize ?? 500;
+    if (!Number.isSafeInteger(pageSize) || pageSize < 1) {
+      throw new ConfigurationError(`pageSize must be a positive integer, got ${pageSize}`);
+    }
+    if ((options.pool === undefined) === (options.connectionString === undefined)) {
+      throw new ConfigurationError('createRunEventLog needs exactly one of pool and connectionString');
+    }
+    this.#owned = options.pool === undefined;
+    this.#pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString });
+    // An idle client's error (a terminated backend) is emitted on the pool after it dropped the client.
+    this.#pool.on('error', this.#ignoreIdleClientError);
+    this.#tables = runEventTables(schema);
+    this.#reader = { pool: this.#pool, tables: this.#tables, ready: () => this.migrate(), pageSize };
+  }
+
+  migrate(): Promise<void> {
+    this.#ready ??= migrateRunEvents(this.#pool, this.#tables).catch((error: unknown) => {
+      this.#ready = undefined;
+      throw new RunEventLogError('database', '', `creating the run-event log failed: ${messageOf(error)}`, error);
+    });
+    return this.#ready;
+  }
+
+  appendRunEvents(runId: string, frames: readonly WireFrame[]): Promise<void> {
+    if (typeof runId !== 'string' || runId === '') return Promise.reject(new InvalidInputError('runId must be text'));
+    if (frames.length === 0) return Promise.resolve();
+    const writer = this.#writer(runId);
+    const problem = checkBatch(frames, writer.queuedSeq);
+    if (problem !== undefined) return Promise.reject(new InvalidInputError(`run "${runId}": ${problem}`));
+    writer.queuedSeq = frames[frames.length - 1]!.seq;
+    if (frames[frames.length - 1]!.kind !== 'event') writer.ended = true;
+    return new Promise<void>((resolve, reject) => {
+      writer.queue.push({ frames, resolve, reject });
+      if (!writer.flushing) void this.#flush(runId, writer);
+    });
+  }
+
+  runEvents(runId: string, options: RunEventsOptions = {}): Observable<WireFrame> {
+    return this.readRunEvents(runId, options, {});
+  }
+
+  /** {@link runEvents} with test seams. @internal */
+  readRunEvents(runId: string, options: RunEventsOptions, hooks: ReaderHooks): Observable<WireFrame> {
+    if (typeof runId !== 'string' || runId === '') throw new InvalidInputError('runId must be text');
+    const after = options.after ?? 0;
+    if (!Number.isSafeInteger(after) || after < 0) {
+      throw new InvalidInputError(`after must be a non-negative integer, got ${String(after)}`);
+    }
+    return readRunEvents(this.#reader, runId, after, hooks);
+  }
+
+  async lastSeq(runId: string): Promise<number> {
+    await this.migrate();
+    const { rows } = await this.#query<{ seq: string | null }>(
+      runId,
+      `SELECT max(seq) AS seq FROM ${this.#tables.events} WHERE run_id = $1`,
+      [runId],
+    );
+    return Number(rows[0]?.seq ?? 0);
+  }
+
+  async deleteRunEventsBefore(date: Date): Promise<number> {
+    if (!(date instanceof Date) || Number.isNaN(date.getTime())) throw new InvalidInputError('date must be a Date');
+    await this.migrate();
+    const t = this.#tables.events;
+    const { rows } = await this.#query<{ runs: string }>(
+      '',
+      `WITH old AS (SELECT run_id FROM ${t} GROUP BY run_id HAVING max(appended_at) < $1),
+            gone AS (DELETE FROM ${t} USING old WHERE ${t}.run_id = old.run_id RETURNING ${t}.run_id)
+       SELECT count(DISTINCT run_id) AS runs FROM gone`,
+      [date],
+    );
+    return Number(rows[0]?.runs ?? 0);
+  }
+
+  async close(): Promise<void> {
+    this.#pool.off('error', this.#ignoreIdleClientError);
+    if (this.#owned) await this.#pool.end();
+  }
+
+  #writer(runId: string): RunWriter {
+    let writer = this.#writers.get(runId);
+    if (writer === undefined) {
+      writer = { queue: [], flushing: false, queuedSeq: 0, snapshot: undefined, ended: false };
+      this.#writers.set(runId, writer);
+    }
+    return writer;
+  }
+
+  // Writes the queued calls of one run, merged, one statement at a time, until its queue is empty.
+  async #flush(runId: string, writer: RunWriter): Promise<void> {
+    writer.flushing = true;
+    while (writer.queue.length > 0) {
+      const batch = writer.queue;
+      writer.queue = [];
+      const frames = batch.flatMap((pending) => pending.frames);
+      const rows = encode(frames, writer.snapshot);
+      try {
+        await this.migrate();
+        await this.#query(runId, `SELECT ${this.#tables.append}($1, $2, $3, $4, $5, $6, $7)`, [
+          runId,
+          channelOf(this.#tables.schema, runId),
+          rows.seqs,
+          rows.frames,
+          rows.compact,
+          rows.base,
+          rows.terminal,
+        ]);
+        writer.snapshot = rows.snapshot;
+        for (const pending of batch) pending.resolve();
+      } catch (error) {
+        // The next update goes whole; the calls queued behind this one may still continue the run.
+        writer.snapshot = undefined;
+        if (writer.queue.length === 0) {
+          writer.queuedSeq = frames[0]!.seq - 1; // a retry of these frames (after reading lastSeq) is accepted
+          writer.ended = false;
+        }
+        for (const pending of batch) pending.reject(error);
+      }
+    }
+    writer.flushing = false;
+    // The run ended: this process keeps nothing of it (a later call starts afresh, and the table refuses it).
+    if (writer.ended) this.#writers.delete(runId);
+  }
+
+  async #query<R extends pg.QueryResultRow>(
+    runId: string,
+    text: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.#pool.query<R>(text, values);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === SEQ_ORDER) throw new RunEventLogError('seq_order', runId, messageOf(error), error);
+      if (code === RUN_ENDED) throw new RunEventLogError('run_ended', runId, messageOf(error), error);
+      throw new RunEventLogError('database', runId, `run-event log: ${messageOf(error)}`, error);
+    }
+  }
+}
+
+/** Why `frames` cannot follow seq `previous` (seqs strictly increasing, a terminal frame only last), else undefined. */
+function checkBatch(frames: readonly WireFrame[], previous: number): string | undefined {
+  let last = previous;
+  for (let i = 0; i < frames.length; i++) {
+    const frame = frames[i]!;
+    if (!Number.isSafeInteger(frame.seq) || frame.seq <= last) {
+      return `frame seq ${String(frame.seq)} is not after seq ${last}`;
+    }
+    if (frame.kind !== 'event' && i !== frames.length - 1)
+      return `a ${frame.kind} frame (seq ${frame.seq}) is not last`;
+    last = frame.seq;
+  }
+  return undefined;
+}
+
+/** The rows of `frames`: each one's wire JSON (compact when it grows the previous snapshot) and flags; the snapshot. */
+function encode(frames: readonly WireFrame[], snapshot: AssistantMessage | undefined) {
+  const rows = {
+    seqs: [] as number[],
+    frames: [] as string[],
+    compact: [] as boolean[],
+    base: [] as boolean[],
+    terminal: [] as boolean[],
+    snapshot,
+  };
+  for (const frame of frames) {
+    let json: string;
+    let compact = false;
+    let base = false;
+    if (frame.kind !== 'event') json = frameJson(frame);
+    else {
+      const event = frame.event;
+      const small = compactUpdate(event, rows.snapshot);
+      compact = small !== undefined;
+      json = JSON.stringify(small ?? event);
+      // The same bookkeeping as the server's RunLog: what a compact update grows.
+      if (event.type === 'message_update') {
+        rows.snapshot = event.message;
+        base = !compact;
+      } else if (event.type === 'message_start' && event.message.role === 'assistant') {
+        rows.snapshot = event.message;
+        base = true;
+      } else if (event.type === 'message_end') rows.snapshot = undefined;
+    }
+    rows.seqs.push(frame.seq);
+    rows.frames.push(json);
+    rows.compact.push(compact);
+    rows.base.push(base);
+    rows.terminal.push(frame.kind !== 'event');
+  }
+  return rows;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
