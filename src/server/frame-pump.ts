@@ -60,7 +60,7 @@ export class FrameReader {
     after: number,
     private readonly heartbeatMs: number,
   ) {
-    if (log.after(after) === undefined) throw new ResumeGoneError(log.runId, after);
+    if (log.after(after, 0) === undefined) throw new ResumeGoneError(log.runId, after);
     this.cursor = after;
   }
 
@@ -73,9 +73,9 @@ export class FrameReader {
   async next(): Promise<PumpItem> {
     for (;;) {
       if (this.done || this.log.abandoned) return null;
-      const frames = this.log.after(this.cursor);
+      const frames = this.log.after(this.cursor, MAX_BATCH);
       if (frames === undefined) throw new ResumeGoneError(this.log.runId, this.cursor);
-      if (frames.length > 0) return this.take(frames.length > MAX_BATCH ? frames.slice(0, MAX_BATCH) : frames);
+      if (frames.length > 0) return this.take(frames);
       const woke = await new Promise<'frame' | 'heartbeat'>((resolve) => {
         const finish = (why: 'frame' | 'heartbeat') => {
           clearTimeout(timer);

@@ -99,10 +99,11 @@ export class RunLog {
   }
 
   /**
-   * The frames after `seq`, in order (empty when the reader is up to date). Returns `undefined` when frames after
-   * `seq` were dropped from the front of the log (a reader that fell too far behind, or asked for an old seq).
+   * The frames after `seq`, in order, at most `limit` of them (empty when the reader is up to date). Returns
+   * `undefined` when frames after `seq` were dropped from the front of the log (a reader that fell too far behind, or
+   * asked for an old seq).
    */
-  after(seq: number): readonly LoggedFrame[] | undefined {
+  after(seq: number, limit = Infinity): readonly LoggedFrame[] | undefined {
     if (seq < this.droppedThrough) return undefined;
     const frames = this.frames;
     // Binary search for the first frame with a seq greater than `seq`.
@@ -113,7 +114,7 @@ export class RunLog {
       if (frames[middle]!.frame.seq <= seq) low = middle + 1;
       else high = middle;
     }
-    return low === frames.length ? [] : frames.slice(low);
+    return low === frames.length ? [] : frames.slice(low, low + limit);
   }
 
   /**
