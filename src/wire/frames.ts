@@ -78,7 +78,10 @@ export function parseFrame(text: string): WireFrame | undefined {
   return { kind: 'event', seq: record.seq, event: value as SequencedEvent };
 }
 
-/** The SSE record of a frame: `id:` its seq, `event:` for terminal frames, one `data:` line (JSON has no raw newline). */
+/**
+ * The SSE record of a frame: `id:` its seq, `event:` for terminal frames, one `data:` line (JSON has no raw newline).
+ * @internal
+ */
 export function sseRecord(frame: WireFrame, json: string): string {
   const name = frame.kind === 'event' ? '' : `event: ${frame.kind}\n`;
   return `id: ${frame.seq}\n${name}data: ${json}\n\n`;
