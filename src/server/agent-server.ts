@@ -10,7 +10,8 @@ import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
-import { readChatRequest, uiMessageStreamResponse } from './ai-sdk-chat.js';
+import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
+import { protocolStreamResponse, readAgUiRequest, readChatRequest, uiMessageStreamResponse } from './front-end-protocols.js';
 import { isAuthorized } from './auth.js';
 import { FrameReader, ResumeGoneError, sseChunk } from './frame-pump.js';
 import { errorResponse, HttpError, json, readJsonBody } from './http.js';
@@ -122,6 +123,8 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       if (segments.length === 3 && segments[2] === 'stream' && method === 'GET') {
         return resumeChat(checkThread(segments[1]));
       }
+    } else if (segments[0] === 'ag-ui' && segments.length === 1 && method === 'POST') {
+      return agUi(request);
     } else if (segments[0] === 'threads') {
       if (segments.length === 1 && method === 'GET') return listThreads(url);
       const threadId = checkThread(segments[1]);
@@ -155,6 +158,16 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
+  }
+
+  /** AG-UI's `RunAgentInput` (CopilotKit's `HttpAgent`): the run's AG-UI events; the client leaving cancels it. */
+  async function agUi(request: Request): Promise<Response> {
+    const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
+    const threadId = checkThread(id);
+    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
+    const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
+    return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));
   }
 
   /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */

@@ -1,11 +1,12 @@
 /**
- * The AI SDK's chat protocol on the agent server, so a `useChat` front end (its `DefaultChatTransport`) works against
- * cubepi unchanged: `POST /chat` starts a run and answers with the UI message stream; `GET /chat/:id/stream` resumes
- * the thread's active run (`useChat({ resume: true })`).
+ * Existing front ends' protocols on the agent server. The AI SDK's chat protocol, so a `useChat` front end (its
+ * `DefaultChatTransport`) works against cubepi unchanged: `POST /chat` starts a run and answers with the UI message
+ * stream; `GET /chat/:id/stream` resumes the thread's active run (`useChat({ resume: true })`). And AG-UI's: `POST
+ * /ag-ui` takes a `RunAgentInput` and answers with the run's AG-UI events (CopilotKit's `HttpAgent`).
  * @module
  */
-import { Subject } from 'rxjs';
-import { toUIMessageStream, type UIMessageStreamPart } from '../../operators/to-ui-message-stream.js';
+import { Subject, type OperatorFunction } from 'rxjs';
+import { toUIMessageStream } from '../../operators/to-ui-message-stream.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { FrameReader, frameOf } from './frame-pump.js';
 import { HttpError } from './http.js';
@@ -48,6 +49,34 @@ export function readChatRequest(body: unknown): { readonly id: unknown; readonly
 }
 
 /**
+ * Reads an AG-UI `RunAgentInput` (`{ threadId, runId, messages, tools, state, context, forwardedProps }`): the thread,
+ * and the prompt — the last message, a user message, its text (a string, or its text parts joined). The client's
+ * earlier messages, tools and state are its own copy: the server's stored thread and the agent's tools are what run.
+ * Throws 400 otherwise.
+ * @internal
+ */
+export function readAgUiRequest(body: unknown): { readonly threadId: unknown; readonly text: string } {
+  const { threadId, messages } = (body ?? {}) as { threadId?: unknown; messages?: unknown };
+  const last = Array.isArray(messages)
+    ? (messages.at(-1) as { role?: unknown; content?: unknown } | undefined)
+    : undefined;
+  if (last?.role !== 'user') {
+    throw new HttpError(400, 'invalid_input', 'the body must be a RunAgentInput whose last message is a user message');
+  }
+  const content = last.content;
+  const text =
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? (content as { type?: unknown; text?: unknown }[])
+            .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
+            .join('')
+        : '';
+  if (text === '') throw new HttpError(400, 'invalid_input', 'the last user message has no text');
+  return { threadId, text };
+}
+
+/**
  * The run's UI message stream as an SSE response (header `x-vercel-ai-ui-message-stream: v1`, `data: [DONE]` at the
  * end), read from the run's log from its first frame. `cancelOnLeave`: the client that started the run leaving cancels
  * it (`useChat`'s `stop()` aborts the request); a resumed stream's client leaving does not.
@@ -59,10 +88,29 @@ export function uiMessageStreamResponse(
   cancelOnLeave: boolean,
   heartbeatMs: number,
 ): Response {
-  const reader = new FrameReader(registry.log(runId)!, 0, heartbeatMs);
+  return protocolStreamResponse(registry, runId, { cancelOnLeave, heartbeatMs }, toUIMessageStream(), {
+    headers: { 'x-vercel-ai-ui-message-stream': 'v1' },
+    trailer: 'data: [DONE]\n\n',
+  });
+}
+
+/**
+ * A run's events in another protocol, as Server-Sent Events: the run's log read from its first frame through
+ * `operator`, each part one `data:` line, then `trailer`. `cancelOnLeave`: the client leaving cancels the run (it
+ * started it); otherwise it only stops reading.
+ * @internal
+ */
+export function protocolStreamResponse<T>(
+  registry: RunRegistry,
+  runId: string,
+  reading: { readonly cancelOnLeave: boolean; readonly heartbeatMs: number },
+  operator: OperatorFunction<AgentEvent, T>,
+  wire: { readonly headers?: Readonly<Record<string, string>>; readonly trailer?: string } = {},
+): Response {
+  const reader = new FrameReader(registry.log(runId)!, 0, reading.heartbeatMs);
   const events = new Subject<AgentEvent>();
-  let parts: UIMessageStreamPart[] = [];
-  const subscription = events.pipe(toUIMessageStream()).subscribe((part) => parts.push(part));
+  let parts: T[] = [];
+  const subscription = events.pipe(operator).subscribe((part) => parts.push(part));
   const take = () => {
     const text = parts.map((part) => `data: ${JSON.stringify(part)}\n\n`).join('');
     parts = [];
@@ -75,7 +123,7 @@ export function uiMessageStreamResponse(
         if (item === null) {
           events.complete();
           subscription.unsubscribe();
-          controller.enqueue(encoder.encode(`${take()}data: [DONE]\n\n`));
+          controller.enqueue(encoder.encode(`${take()}${wire.trailer ?? ''}`));
           controller.close();
           return;
         }
@@ -97,7 +145,7 @@ export function uiMessageStreamResponse(
     cancel() {
       reader.stop();
       subscription.unsubscribe();
-      if (cancelOnLeave) registry.cancel(runId, 'the chat client left');
+      if (reading.cancelOnLeave) registry.cancel(runId, 'the client left');
     },
   });
   return new Response(body, {
@@ -106,7 +154,7 @@ export function uiMessageStreamResponse(
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
       'x-accel-buffering': 'no',
-      'x-vercel-ai-ui-message-stream': 'v1',
+      ...wire.headers,
     },
   });
 }
