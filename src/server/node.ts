@@ -23,7 +23,11 @@ import type { WebSocket } from 'ws';
  */
 export function toNodeListener(server: AgentServer): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
-    void serve(server, req, res);
+    // A request Node parsed but Fetch refuses (a host header that makes no URL, …) gets 400; never a crash.
+    serve(server, req, res).catch(() => {
+      if (!res.headersSent) res.writeHead(400, { 'content-type': 'text/plain' }).end('bad request');
+      else res.destroy();
+    });
   };
 }
 

@@ -400,3 +400,20 @@ describe('approvals from the client', () => {
     });
   });
 });
+
+describe('hostile requests', () => {
+  it('a host header that makes no URL gets 400 and the server goes on', async () => {
+    served = await serve({ agent: agentFactory().agent });
+    const url = new URL(served.base);
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = createConnection({ host: url.hostname, port: Number(url.port) });
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+      socket.write('POST /threads/t1/runs HTTP/1.1\r\nhost: a b\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}');
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 400/);
+    expect((await fetch(`${served.base}/threads/t1`)).status).toBe(200);
+  });
+});
