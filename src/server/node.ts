@@ -161,7 +161,13 @@ export async function attachWebSocket(
   const highWaterMark = options.highWaterMark ?? 1_048_576;
   const { basePath, authToken, heartbeatMs } = server.settings;
   httpServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      socket.destroy(); // not a URL: not ours, and nobody else's either
+      return;
+    }
     if (!url.pathname.startsWith(basePath)) return;
     const match = RUN_EVENTS.exec(url.pathname.slice(basePath.length));
     if (match === null) return;
