@@ -11,7 +11,12 @@ import { AgentBusyError, ConfigurationError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
-import { protocolStreamResponse, readAgUiRequest, readChatRequest, uiMessageStreamResponse } from './front-end-protocols.js';
+import {
+  protocolStreamResponse,
+  readAgUiRequest,
+  readChatRequest,
+  uiMessageStreamResponse,
+} from './front-end-protocols.js';
 import { isAuthorized } from './auth.js';
 import { FrameReader, ResumeGoneError, sseChunk } from './frame-pump.js';
 import { errorResponse, HttpError, json, readJsonBody } from './http.js';
