@@ -11,8 +11,9 @@ import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveChromium, launchChromium, requireChromium } from './chromium.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
@@ -125,18 +126,7 @@ describe('bundled for the browser', () => {
   });
 });
 
-const CHROMIUM = '/usr/bin/chromium';
-const inCI = !!process.env.CI && process.env.CI !== 'false' && process.env.CI !== '0';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium) {
-  if (inCI) {
-    it('finds Chromium (required when CI is set)', () => {
-      throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does it).`);
-    });
-  } else {
-    console.warn(`\n⚠ Chromium test SKIPPED: no ${CHROMIUM}. Install it with apt-get install -y chromium.\n`);
-  }
-}
+requireChromium('the Chromium smoke test');
 
 /** The page's script: an agent with a tool, its events rendered as list items, the outcome on <body>. */
 const PAGE_SCRIPT = `
@@ -202,19 +192,7 @@ describe.skipIf(!haveChromium)('in a headless Chromium', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const address = server.address();
     origin = `http://127.0.0.1:${typeof address === 'object' && address !== null ? address.port : 0}`;
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(userDataDir);
   }, 120_000);
 
   afterAll(async () => {

@@ -9,24 +9,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { haveChromium, launchChromium, requireChromium } from './chromium.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
-const inCI = !!process.env.CI && process.env.CI !== 'false' && process.env.CI !== '0';
-const haveChromium = existsSync(CHROMIUM);
 const output = join(root, 'test-output');
 
-if (!haveChromium) {
-  if (inCI) {
-    it('finds Chromium (required when CI is set)', () => {
-      throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does it).`);
-    });
-  } else {
-    it.skip(`cubepi serve in a browser: no Chromium at ${CHROMIUM} (apt-get install -y chromium)`, () => {});
-  }
-}
+requireChromium('the cubepi serve browser test');
 
 describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
   let serve: ChildProcess;
@@ -54,11 +44,7 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
       serve.stderr!.on('data', (chunk: Buffer) => (text += chunk.toString()));
       serve.once('exit', (code) => reject(new Error(`cubepi serve exited (${code}): ${text}`)));
     });
-    context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-    });
+    context = await launchChromium(join(dir, 'chromium'));
   }, 180_000);
 
   afterAll(async () => {

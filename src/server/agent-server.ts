@@ -19,7 +19,7 @@ import {
 } from './front-end-protocols.js';
 import { isAuthorized } from './auth.js';
 import { FrameReader, ResumeGoneError, sseChunk } from './frame-pump.js';
-import { errorResponse, HttpError, json, readJsonBody } from './http.js';
+import { errorResponse, HEARTBEAT, HttpError, json, readJsonBody, SSE_HEADERS } from './http.js';
 import { RunRegistry } from './run-registry.js';
 
 /** Options of {@link createAgentServer}. */
@@ -75,13 +75,6 @@ export interface AgentServer {
   readonly corsFor: (origin: string | null) => Record<string, string> | undefined;
 }
 
-/** The headers of a run's SSE stream. @internal */
-export const SSE_HEADERS: Readonly<Record<string, string>> = {
-  'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache, no-transform',
-  'x-accel-buffering': 'no',
-};
-
 /** @internal */
 export interface ServerSettings {
   readonly authToken: string | undefined;
@@ -89,9 +82,6 @@ export interface ServerSettings {
   readonly heartbeatMs: number;
   readonly maxBodyBytes: number;
 }
-
-/** An SSE comment line: keeps an idle stream open through proxies. @internal */
-export const HEARTBEAT = new TextEncoder().encode(':\n\n');
 
 /**
  * Serves agents over HTTP: start a run on a thread, stream any run's events as Server-Sent Events (resumable with

@@ -9,7 +9,7 @@ import { Subject, type OperatorFunction } from 'rxjs';
 import { toUIMessageStream } from '../../operators/to-ui-message-stream.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { FrameReader, frameOf } from './frame-pump.js';
-import { HttpError } from './http.js';
+import { HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
 import type { RunRegistry } from './run-registry.js';
 
 const encoder = new TextEncoder();
@@ -128,7 +128,7 @@ export function protocolStreamResponse<T>(
           return;
         }
         if (item === 'heartbeat') {
-          controller.enqueue(encoder.encode(':\n\n'));
+          controller.enqueue(HEARTBEAT);
           return;
         }
         for (const sent of item) {
@@ -150,11 +150,6 @@ export function protocolStreamResponse<T>(
   });
   return new Response(body, {
     status: 200,
-    headers: {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      'x-accel-buffering': 'no',
-      ...wire.headers,
-    },
+    headers: { ...SSE_HEADERS, ...wire.headers },
   });
 }

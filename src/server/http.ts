@@ -22,6 +22,16 @@ export class HttpError extends Error {
   }
 }
 
+/** The headers of every SSE response the server sends (a run's frames, a front-end protocol's stream). @internal */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  'x-accel-buffering': 'no',
+};
+
+/** An SSE comment line: keeps an idle stream open through proxies. @internal */
+export const HEARTBEAT = new TextEncoder().encode(':\n\n');
+
 /** A JSON response. @internal */
 export function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), {

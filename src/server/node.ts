@@ -6,10 +6,10 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
-import { HEARTBEAT, SSE_HEADERS, type AgentServer } from './agent-server.js';
+import type { AgentServer } from './agent-server.js';
 import { isAuthorized } from './auth.js';
 import { FrameReader, jsonOf, sseChunk } from './frame-pump.js';
-import { errorResponse, HttpError } from './http.js';
+import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
 import type { WebSocket } from 'ws';
 
 /**
