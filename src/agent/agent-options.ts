@@ -56,6 +56,11 @@ export interface RunOptions {
    * deadline, its budget signal, and where to report what it spends (see `docs/subagents.md`).
    */
   readonly limits?: RunLimits | undefined;
+  /**
+   * The run's id, carried by each of its events (default: a fresh one). Give it when the id must be known before the
+   * run starts: `cubepi/worker` runs a queued run under the id `enqueue` returned.
+   */
+  readonly runId?: string | undefined;
 }
 
 /** Throws a {@link ConfigurationError} naming the first invalid option. */

@@ -143,6 +143,9 @@ export class AgentRuns {
     if (options?.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
       throw new InvalidInputError('deadlineMs must be a positive number of milliseconds');
     }
+    if (options?.runId !== undefined && (typeof options.runId !== 'string' || options.runId === '')) {
+      throw new InvalidInputError('runId must be non-empty text');
+    }
     const parent = options?.parent;
     if (
       parent !== undefined &&
@@ -320,6 +323,7 @@ export class AgentRuns {
       deadlineMs: options?.deadlineMs ?? agentOptions.deadlineMs,
       parent: options?.parent,
       limits: options?.limits,
+      runId: options?.runId,
       budget: this.agent.budget,
       getSteeringMessages: () => queues.takeSteering(),
       getFollowUpMessages: () => queues.takeFollowUps(),

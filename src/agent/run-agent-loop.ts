@@ -48,6 +48,7 @@ export interface RunAgentLoopOptions extends RunSettings {
   readonly getFollowUpMessages?: (() => readonly Message[]) | undefined;
   /** Aborting it cancels the run the way `abort()` does (the run still emits its closing events). */
   readonly signal?: AbortSignal | undefined;
+  /** The run's id, carried by each event (default: a fresh one). */
   readonly runId?: string | undefined;
   /** The tool call that starts this run, for a nested run (a sub-agent's): named on `agent_start`, sets the depth. */
   readonly parent?: ParentRun | undefined;

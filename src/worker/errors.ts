@@ -30,3 +30,27 @@ export class RunEventLogError extends CubepiError {
     this.runId = runId;
   }
 }
+
+/** Why a run queue operation failed; see {@link RunQueueError}. */
+export type RunQueueFailure =
+  /** No run has that id. */
+  | 'unknown_run'
+  /** The run failed as a whole (its stream ended with an `error` frame; the frame's error is the `cause`). */
+  | 'run_failed'
+  /** The queue was closed. */
+  | 'closed'
+  /** The database failed (connection lost, statement refused); the driver's error is the `cause`. */
+  | 'database';
+
+/** A run queue operation failed (`createRunQueue`, `startWorker`). `runId` is `''` when no run is concerned. */
+export class RunQueueError extends CubepiError {
+  readonly code = 'run_queue';
+  readonly reason: RunQueueFailure;
+  readonly runId: string;
+
+  constructor(reason: RunQueueFailure, runId: string, message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.reason = reason;
+    this.runId = runId;
+  }
+}

@@ -1,6 +1,7 @@
 /**
- * `cubepi/worker`: runs beyond one process, on PostgreSQL. For now its foundation, the run-event log: every frame of
- * every run appended by the process that runs it, readable by any process from any seq. See `docs/scale-out.md`.
+ * `cubepi/worker`: runs beyond one process, on PostgreSQL. `createRunQueue` queues runs (on pg-boss, an optional peer
+ * dependency), `startWorker` runs them in any process, and the run-event log carries every frame of every run to any
+ * process from any seq. See `docs/scale-out.md`.
  * @module
  */
 export {
@@ -9,5 +10,15 @@ export {
   type RunEventLogOptions,
   type RunEventsOptions,
 } from './run-event-log.js';
-export { RunEventLogError, type RunEventLogFailure } from './errors.js';
+export {
+  createRunQueue,
+  type QueuedRun,
+  type QueuedRunStatus,
+  type RunQueue,
+  type RunQueueOptions,
+  type RunReadOptions,
+  type RunRequest,
+} from './run-queue.js';
+export { startWorker, type AgentFactory, type RunWorker, type WorkerOptions } from './worker.js';
+export { RunEventLogError, RunQueueError, type RunEventLogFailure, type RunQueueFailure } from './errors.js';
 export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

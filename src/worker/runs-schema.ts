@@ -1,0 +1,71 @@
+/**
+ * The run queue's own table: one row per run (what it asks, where it is, how it ended), beside pg-boss's jobs and the
+ * run-event log. See `docs/scale-out.md`.
+ * @module
+ */
+import type pg from 'pg';
+
+/** The qualified names of one queue's objects. @internal */
+export interface RunTables {
+  readonly schema: string;
+  /** The runs table, qualified and quoted. */
+  readonly runs: string;
+  /** The NOTIFY channel cancellations travel on (one per schema). */
+  readonly cancelChannel: string;
+}
+
+/** @internal */
+export function runTables(schema: string): RunTables {
+  return {
+    schema,
+    runs: `"${schema}"."cubepi_runs"`,
+    cancelChannel: `cubepi_cancel_${schema}`.slice(0, 63),
+  };
+}
+
+// pg_advisory_xact_lock(classid, objid) while creating: a class of our own, the schema's hash.
+const MIGRATE_LOCK_CLASS = 0x63727271; // "crrq"
+
+/**
+ * `status`: `queued` (a job waits), `running` (a worker holds it; `attempts` counts the workers that took it), `ended`
+ * (its terminal frame is stored; `outcome` the run's: `completed`, `stopped`, `failed`, `cancelled`, `suspended`, or
+ * `error` when it failed as a whole). `base_count`: how many messages the thread had when the run first started, so a
+ * retried run knows whether its prompt was stored.
+ */
+const ddl = (t: RunTables): string => `
+  CREATE TABLE IF NOT EXISTS ${t.runs} (
+    run_id text PRIMARY KEY,
+    thread_id text NOT NULL,
+    agent text NOT NULL,
+    request jsonb NOT NULL,
+    status text NOT NULL DEFAULT 'queued',
+    outcome text,
+    error jsonb,
+    attempts integer NOT NULL DEFAULT 0,
+    base_count integer,
+    worker text,
+    cancel_requested_at timestamptz,
+    created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    started_at timestamptz,
+    ended_at timestamptz
+  );
+  CREATE INDEX IF NOT EXISTS cubepi_runs_thread ON ${t.runs} (thread_id, created_at);
+  CREATE INDEX IF NOT EXISTS cubepi_runs_open ON ${t.runs} (thread_id) WHERE status <> 'ended';`;
+
+/** Creates the schema (if missing) and the runs table, under a lock (several processes may start at once). */
+export async function migrateRuns(pool: pg.Pool, t: RunTables): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATE_LOCK_CLASS, t.schema]);
+    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [t.schema]);
+    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA "${t.schema}"`);
+    await client.query(ddl(t));
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}

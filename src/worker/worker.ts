@@ -1,0 +1,434 @@
+/**
+ * `startWorker`: takes runs from a {@link RunQueue}, runs them on the thread's agent, streams their events into the
+ * run-event log, and survives its own death (another worker resumes the thread). See `docs/scale-out.md`.
+ * @module
+ */
+import { hostname } from 'node:os';
+import pg from 'pg';
+import type { Job } from 'pg-boss';
+import { catchError, defer, EMPTY, map, throwError, type Observable } from 'rxjs';
+import type { Agent } from '../agent/agent.js';
+import type { RunOptions } from '../agent/agent-options.js';
+import { throttleDeltas } from '../../operators/throttle-deltas.js';
+import { ConfigurationError, InvalidStateError } from '../types/errors.js';
+import type { AgentEvent, RunOutcome, SequencedEvent } from '../types/agent-events.js';
+import type { Message } from '../types/messages.js';
+import type { WireError, WireFrame } from '../wire/frames.js';
+import { toWireError } from '../server/run-registry.js';
+import { RunEventLogError, RunQueueError } from './errors.js';
+import { queueInternals, type QueueInternals, type RunJobData, type RunQueue, type RunRow } from './run-queue.js';
+
+/** Builds the agent of a thread for one run (called once per run; the worker disposes the agent after it). */
+export type AgentFactory = (threadId: string) => Agent | Promise<Agent>;
+
+/** Options of {@link startWorker}. */
+export interface WorkerOptions {
+  /** The queue to take runs from (`createRunQueue`). */
+  readonly queue: RunQueue;
+  /**
+   * The agents this worker can run, by the name `enqueue({ agent })` gives. Each factory is called once per run and
+   * must give the agent the thread's checkpointer and `threadId` (the worker restores the thread before every run, so
+   * the agent sees what other workers stored). The worker disposes the agent when the run ends.
+   */
+  readonly agents: Readonly<Record<string, AgentFactory>>;
+  /** Runs at once in this process (default 4). */
+  readonly concurrency?: number | undefined;
+  /** Deltas merged per frame over this many milliseconds before they are appended (default 16; `throttleDeltas`). */
+  readonly flushMs?: number | undefined;
+  /** This worker's name in the runs table (default `host:pid:random`). */
+  readonly workerId?: string | undefined;
+  /** How often the worker looks for runs when no notification came (retries are found this way; default 1 s). */
+  readonly pollSeconds?: number | undefined;
+  /** Background failures (the cancel listener's connection lost and re-made); default `console.warn`. */
+  readonly onError?: ((error: unknown) => void) | undefined;
+}
+
+/** A running worker (`startWorker`). */
+export interface RunWorker {
+  readonly workerId: string;
+  /** The ids of the runs it is running now. */
+  readonly running: readonly string[];
+  /**
+   * Graceful shutdown (what `cubepi worker` does on SIGTERM): takes no new run, lets the running ones finish for
+   * `graceMs` (default 30,000), then cancels the rest (their runs end `cancelled`, their closing events and terminal
+   * frames stored, their jobs released) and stops listening. Resolves when nothing runs; idempotent.
+   */
+  stop(options?: { readonly graceMs?: number | undefined }): Promise<void>;
+}
+
+interface ActiveRun {
+  readonly controller: AbortController;
+  readonly done: Promise<void>;
+  /** Set when the run is cancelled: why (a client's Stop, the shutdown). */
+  cancelReason?: string;
+}
+
+/**
+ * Starts a worker on `options.queue`: it takes up to `concurrency` runs at a time (a thread's runs one at a time, in
+ * order), runs each on the agent the named factory builds, appends its events to the run-event log as they come
+ * (deltas merged per `flushMs`), ends its stream with a terminal frame, records the outcome, and only then releases
+ * the run's job. A run that suspends (an approval pending) ends like any other and frees the worker: answering it is
+ * a new run (`enqueue({ respond })`). If this process dies, the run's job goes back to the queue after the heartbeat
+ * and another worker resumes the thread from its checkpoint (see `docs/scale-out.md`, "Crash recovery").
+ *
+ * Rejects with `ConfigurationError` for bad options, `RunQueueError` when the queue cannot start.
+ */
+export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
+  if (typeof options !== 'object' || options === null) throw new ConfigurationError('startWorker: options needed');
+  const internal = queueInternals(options.queue);
+  const agents = options.agents;
+  if (typeof agents !== 'object' || agents === null || Object.keys(agents).length === 0) {
+    throw new ConfigurationError('startWorker: `agents` must name at least one agent factory');
+  }
+  for (const [name, factory] of Object.entries(agents)) {
+    if (typeof factory !== 'function') throw new ConfigurationError(`startWorker: agents.${name} must be a function`);
+  }
+  const concurrency = options.concurrency ?? 4;
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
+    throw new ConfigurationError(`startWorker: concurrency must be a positive integer, got ${String(concurrency)}`);
+  }
+  const flushMs = options.flushMs ?? 16;
+  if (!(typeof flushMs === 'number' && flushMs >= 0)) throw new ConfigurationError('startWorker: flushMs must be >= 0');
+  const pollSeconds = options.pollSeconds ?? 1;
+  if (!(typeof pollSeconds === 'number' && pollSeconds >= 0.5)) {
+    throw new ConfigurationError('startWorker: pollSeconds must be at least 0.5');
+  }
+  const workerId = options.workerId ?? `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+  const onError = options.onError ?? ((error: unknown) => console.warn('cubepi worker:', error));
+
+  const boss = await internal.boss();
+  const active = new Map<string, ActiveRun>();
+  const listener = new CancelListener(
+    internal,
+    (runId, reason) => cancelLocal(runId, reason),
+    // After a reconnect: the runs cancelled while it was away.
+    async () => {
+      const ids = [...active.keys()];
+      if (ids.length === 0) return;
+      const { rows } = await internal.pool.query<{ run_id: string }>(
+        `SELECT run_id FROM ${internal.tables.runs} WHERE run_id = ANY($1) AND cancel_requested_at IS NOT NULL`,
+        [ids],
+      );
+      for (const row of rows) cancelLocal(row.run_id, 'cancelled');
+    },
+    onError,
+  );
+  await listener.start();
+  let stopping: Promise<void> | undefined;
+
+  function cancelLocal(runId: string, reason: string): void {
+    const run = active.get(runId);
+    if (run === undefined || run.controller.signal.aborted) return;
+    run.cancelReason = reason;
+    run.controller.abort(new Error(reason));
+  }
+
+  const runner = new RunExecutor(internal, agents, workerId, flushMs);
+  const workId = await boss.work<RunJobData>(
+    internal.queueName,
+    {
+      batchSize: 1,
+      localConcurrency: concurrency,
+      pollingIntervalSeconds: pollSeconds,
+      notifyPollingIntervalSeconds: pollSeconds,
+    },
+    async ([job]) => {
+      if (job === undefined) return;
+      const controller = new AbortController();
+      let resolveDone!: () => void;
+      const run: ActiveRun = { controller, done: new Promise<void>((resolve) => (resolveDone = resolve)) };
+      active.set(job.data.runId, run);
+      try {
+        await runner.execute(job, run);
+      } finally {
+        active.delete(job.data.runId);
+        resolveDone();
+      }
+    },
+  );
+
+  return {
+    workerId,
+    get running() {
+      return [...active.keys()];
+    },
+    stop(stopOptions = {}) {
+      stopping ??= (async () => {
+        const graceMs = stopOptions.graceMs ?? 30_000;
+        await boss.offWork(internal.queueName, { id: workId, wait: false });
+        const finished = Promise.all([...active.values()].map((run) => run.done));
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const graceOver = new Promise<'grace_over'>(
+          (resolve) => (timer = setTimeout(() => resolve('grace_over'), graceMs)),
+        );
+        const first = await Promise.race([finished, graceOver]);
+        clearTimeout(timer);
+        if (first === 'grace_over') {
+          for (const runId of active.keys()) cancelLocal(runId, 'the worker is shutting down');
+          await Promise.all([...active.values()].map((run) => run.done));
+        }
+        await listener.stop();
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** Runs one job: the run's first attempt, or its resumption after a worker died. @internal */
+class RunExecutor {
+  constructor(
+    private readonly internal: QueueInternals,
+    private readonly agents: Readonly<Record<string, AgentFactory>>,
+    private readonly workerId: string,
+    private readonly flushMs: number,
+  ) {}
+
+  async execute(job: Job<RunJobData>, run: ActiveRun): Promise<void> {
+    const { runId, threadId, agent: agentName } = job.data;
+    const { pool, tables } = this.internal;
+    const { rows } = await pool.query<RunRow>(
+      `UPDATE ${tables.runs} SET status = 'running', attempts = attempts + 1, worker = $2,
+         started_at = coalesce(started_at, clock_timestamp())
+       WHERE run_id = $1 AND status <> 'ended' RETURNING *`,
+      [runId, this.workerId],
+    );
+    const log = queueLog(this.internal, runId);
+    const row = rows[0];
+    if (row === undefined) {
+      // Ended already (cancelled while queued, or by an earlier attempt): its stream may still lack its terminal
+      // frame if the process that ended it died in between.
+      await this.ensureTerminal(runId);
+      return;
+    }
+    const lastSeq = await log.lastSeq();
+    if (row.cancel_requested_at !== null) {
+      run.cancelReason = 'cancelled';
+      run.controller.abort(new Error('cancelled'));
+    }
+    const leaseLost = job.signal;
+    const onLeaseLost = () => run.controller.abort(new Error('the worker lost the run (its lease expired)'));
+    leaseLost.addEventListener('abort', onLeaseLost, { once: true });
+    try {
+      if (job.retryCount >= this.internal.retryLimit && job.retryCount > 0) {
+        // Its workers died retryLimit times: end it rather than hold its thread's queue forever.
+        await this.endWith(runId, lastSeq, 'error', {
+          name: 'RunQueueError',
+          message: `run ${runId}: its worker died ${job.retryCount} times; it was not run again`,
+          code: 'worker_lost',
+        });
+        return;
+      }
+      const factory = Object.hasOwn(this.agents, agentName) ? this.agents[agentName] : undefined;
+      if (factory === undefined) {
+        await this.endWith(runId, lastSeq, 'error', {
+          name: 'ConfigurationError',
+          message: `no agent named ${JSON.stringify(agentName)} on worker ${this.workerId}`,
+          code: 'unknown_agent',
+        });
+        return;
+      }
+      const agent = await factory(threadId);
+      try {
+        await agent.restore();
+        let baseCount = row.base_count;
+        if (baseCount === null) {
+          baseCount = agent.state.messages.length;
+          await pool.query(`UPDATE ${tables.runs} SET base_count = $2 WHERE run_id = $1`, [runId, baseCount]);
+        }
+        const open = chooseRun(agent, row, baseCount);
+        await this.stream(runId, lastSeq, open, run, leaseLost);
+      } finally {
+        await agent.dispose().catch(() => {});
+      }
+    } finally {
+      leaseLost.removeEventListener('abort', onLeaseLost);
+    }
+  }
+
+  /** Streams the run into the log, then its terminal frame and outcome. Throws (the job is retried) on a log failure. */
+  private async stream(
+    runId: string,
+    lastSeq: number,
+    open: ((agent: RunOptions) => Observable<AgentEvent>) | RunOutcome,
+    run: ActiveRun,
+    leaseLost: AbortSignal,
+  ): Promise<void> {
+    if (typeof open === 'string') {
+      await this.endWith(runId, lastSeq, open, undefined);
+      return;
+    }
+    const log = queueLog(this.internal, runId);
+    let seq = lastSeq;
+    let outcome: RunOutcome | 'error' = 'completed';
+    let appendError: unknown;
+    const appends: Promise<void>[] = [];
+    const ended = await new Promise<{ error?: WireError }>((resolve) => {
+      open({ signal: run.controller.signal, runId })
+        .pipe(
+          throttleDeltas(this.flushMs),
+          map((event, index): SequencedEvent => ({ ...event, seq: lastSeq + index + 1 })),
+        )
+        .subscribe({
+          next: (event) => {
+            if (appendError !== undefined) return;
+            seq = event.seq;
+            if (event.type === 'agent_end') outcome = event.outcome;
+            const frame: WireFrame = { kind: 'event', seq: event.seq, event };
+            appends.push(
+              log.append([frame]).catch((error: unknown) => {
+                appendError ??= error;
+                run.controller.abort(new Error('the run-event log refused an append'));
+              }),
+            );
+          },
+          error: (error: unknown) => resolve({ error: toWireError(error) }),
+          complete: () => resolve({}),
+        });
+    });
+    await Promise.all(appends);
+    if (appendError !== undefined || (leaseLost.aborted && run.cancelReason === undefined)) {
+      // Not ours to end: the log refused us (another worker writes this run) or the lease is gone. The job is failed
+      // and, while it has retries, resumed from the checkpoint by whichever worker takes it.
+      throw appendError ?? new RunQueueError('database', runId, `run ${runId}: the worker lost its lease`);
+    }
+    if (ended.error !== undefined) await this.endWith(runId, seq, 'error', ended.error);
+    else await this.endWith(runId, seq, outcome, undefined);
+  }
+
+  /**
+   * Records the outcome, then appends the terminal frame (after `seq`): a reader whose stream ended finds the run
+   * ended. A process dying in between leaves the job active; the worker that takes it again appends the frame.
+   */
+  private async endWith(runId: string, seq: number, outcome: RunOutcome | 'error', error: WireError | undefined) {
+    await this.internal.pool.query(
+      `UPDATE ${this.internal.tables.runs} SET status = 'ended', outcome = $2, error = $3, ended_at = clock_timestamp()
+       WHERE run_id = $1 AND status <> 'ended'`,
+      [runId, outcome, error === undefined ? null : JSON.stringify(error)],
+    );
+    await queueLog(this.internal, runId).append([terminalFrame(runId, seq + 1, outcome, error)]);
+  }
+
+  /** The terminal frame of an ended run whose stream lacks it. */
+  private async ensureTerminal(runId: string): Promise<void> {
+    const log = queueLog(this.internal, runId);
+    if (await log.ended()) return;
+    const { rows } = await this.internal.pool.query<RunRow>(
+      `SELECT * FROM ${this.internal.tables.runs} WHERE run_id = $1`,
+      [runId],
+    );
+    const row = rows[0];
+    if (row === undefined || row.status !== 'ended') return;
+    const frame = terminalFrame(runId, (await log.lastSeq()) + 1, row.outcome ?? 'completed', row.error ?? undefined);
+    await log.append([frame]).catch((error: unknown) => {
+      if (!(error instanceof RunEventLogError && error.reason === 'run_ended')) throw error;
+    });
+  }
+}
+
+/**
+ * What this attempt runs. First attempt (nothing of the run stored yet: the thread has `baseCount` messages or fewer):
+ * the request itself. After a worker died mid-run: the answer again if it was not stored; nothing if the run had
+ * suspended or finished (its outcome); else `resume$` — the Agent's restore closed the interrupted tool calls
+ * (`interrupted` results; approved idempotent calls run again).
+ */
+function chooseRun(
+  agent: Agent,
+  row: RunRow,
+  baseCount: number,
+): ((options: RunOptions) => Observable<AgentEvent>) | RunOutcome {
+  const request = row.request;
+  if (request.kind === 'respond') {
+    if (agent.pending.some((pending) => pending.requestId === request.requestId)) {
+      return (options) => agent.respond$(request.requestId, request.answer, options);
+    }
+    if (row.attempts <= 1) return (options) => agent.respond$(request.requestId, request.answer, options);
+  } else if (agent.state.messages.length <= baseCount) {
+    return (options) => agent.prompt$(request.input as string | Message | readonly Message[], options);
+  }
+  if (agent.pending.length > 0) return 'suspended';
+  const last = agent.state.messages.at(-1);
+  if (last?.role === 'assistant' && last.stopReason !== 'toolUse') return 'completed';
+  return (options) => resumeOrNothing(agent, options);
+}
+
+/** `resume$`, or an empty run when the history gives the model nothing to answer (InvalidStateError). */
+function resumeOrNothing(agent: Agent, options: RunOptions): Observable<AgentEvent> {
+  return defer(() => agent.resume$(options)).pipe(
+    catchError((error: unknown) => (error instanceof InvalidStateError ? EMPTY : throwError(() => error))),
+  );
+}
+
+function terminalFrame(
+  runId: string,
+  seq: number,
+  outcome: RunOutcome | 'error',
+  error: WireError | undefined,
+): WireFrame {
+  return outcome === 'error'
+    ? { kind: 'error', seq, runId, error: error ?? { name: 'Error', message: 'the run failed' } }
+    : { kind: 'end', seq, runId };
+}
+
+/** The log operations of one run. */
+function queueLog(internal: QueueInternals, runId: string) {
+  return {
+    append: (frames: readonly WireFrame[]) => internal.log.appendRunEvents(runId, frames),
+    lastSeq: () => internal.log.lastSeq(runId),
+    ended: async () => {
+      const { rowCount } = await internal.pool.query(
+        `SELECT 1 FROM ${internal.logTable} WHERE run_id = $1 AND terminal LIMIT 1`,
+        [runId],
+      );
+      return rowCount === 1;
+    },
+  };
+}
+
+/**
+ * One connection per worker LISTENing on the queue's cancel channel; re-made (with a check of the runs that were
+ * cancelled meanwhile) when it drops.
+ */
+class CancelListener {
+  private client: pg.Client | undefined;
+  private stopped = false;
+  private retry: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly internal: QueueInternals,
+    private readonly cancel: (runId: string, reason: string) => void,
+    private readonly recheck: () => Promise<void>,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  async start(reconnecting = false): Promise<void> {
+    const client = new pg.Client(this.internal.connection);
+    client.on('notification', (message) => {
+      try {
+        const { runId, reason } = JSON.parse(message.payload ?? '{}') as { runId?: unknown; reason?: unknown };
+        if (typeof runId === 'string') this.cancel(runId, typeof reason === 'string' ? reason : 'cancelled');
+      } catch {
+        // Not ours.
+      }
+    });
+    client.on('error', (error) => {
+      if (this.stopped) return;
+      this.onError(new RunQueueError('database', '', 'the cancel listener lost its connection; reconnecting', error));
+      void client.end().catch(() => {});
+      this.client = undefined;
+      this.retry = setTimeout(() => void this.start(true).catch((e: unknown) => this.onError(e)), 1000);
+    });
+    await client.connect();
+    await client.query(`LISTEN "${this.internal.tables.cancelChannel}"`);
+    this.client = client;
+    if (this.stopped) await this.stop();
+    else if (reconnecting) await this.recheck();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retry);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => {});
+  }
+}

@@ -1,0 +1,202 @@
+// The run queue and a worker in one process, on the real PostgreSQL and pg-boss: a run's events streamed from the
+// log, a thread's runs in order, cancel before and during a run, suspension and the answer enqueued, a run that
+// fails as a whole, a graceful stop, bad input.
+import type pg from 'pg';
+import { lastValueFrom, toArray } from 'rxjs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InvalidInputError, type AgentEvent } from 'cubepi';
+import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
+import { createRunQueue, RunQueueError, startWorker, type RunQueue, type RunWorker } from 'cubepi/worker';
+import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
+import { createEffectsTable, queueAgents } from './fixtures/queue-agents.js';
+
+requirePostgres();
+
+describe.skipIf(!pgAvailable)('run queue (one process)', () => {
+  let pool: pg.Pool;
+  let schema: string;
+  let queue: RunQueue;
+  const workers: RunWorker[] = [];
+
+  beforeEach(async () => {
+    schema = uniqueSchema('rq');
+    pool = testPool({ max: 10 });
+    await createEffectsTable(pool, schema);
+    queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss` });
+  });
+  afterEach(async () => {
+    for (const worker of workers.splice(0)) await worker.stop({ graceMs: 0 });
+    await queue.close();
+    await dropSchema(pool, schema);
+    await dropSchema(pool, `${schema}_boss`);
+    await pool.end();
+  });
+
+  const start = async (options: { delayMs?: number; toolMs?: number; concurrency?: number } = {}) => {
+    const worker = await startWorker({
+      queue,
+      concurrency: options.concurrency ?? 4,
+      agents: queueAgents({ pool, schema, delayMs: options.delayMs ?? 0, toolMs: options.toolMs ?? 0 }),
+    });
+    workers.push(worker);
+    return worker;
+  };
+  const all = (runId: string) => lastValueFrom(queue.events(runId).pipe(toArray()));
+  const texts = async (threadId: string) => {
+    const thread = await new PostgresCheckpointer(pool, { schema }).load(threadId);
+    return (thread?.messages ?? []).map((m) =>
+      m.role === 'toolResult'
+        ? `result:${m.content.map((c) => (c.type === 'text' ? c.text : '')).join('')}`
+        : `${m.role}:${typeof m.content === 'string' ? m.content : m.content.map((c) => (c.type === 'text' ? c.text : c.type)).join('')}`,
+    );
+  };
+
+  it('runs a queued prompt on a worker and streams its events, numbered, under the run id enqueue returned', async () => {
+    await start();
+    const runId = await queue.enqueue({ threadId: 't1', agent: 'notes', input: 'hello' });
+    const events = await all(runId);
+    expect(events[0]).toMatchObject({ type: 'agent_start', runId, seq: 1 });
+    expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.every((e) => e.runId === runId)).toBe(true);
+    expect(events.filter((e) => e.type === 'tool_execution_end')).toHaveLength(1);
+    expect(await texts('t1')).toEqual([
+      'user:hello',
+      'assistant:toolCall',
+      'result:noted hello',
+      'assistant:done hello',
+    ]);
+    const run = await queue.run(runId);
+    expect(run).toMatchObject({ status: 'ended', outcome: 'completed', attempts: 1, threadId: 't1', baseCount: 0 });
+    // A reader arriving after the end replays it whole; one resuming from a seq gets the rest.
+    expect(await all(runId)).toEqual(events);
+    const rest = await lastValueFrom(queue.events(runId, { after: 3 }).pipe(toArray()));
+    expect(rest).toEqual(events.slice(3));
+    const from = await lastValueFrom(queue.events(runId, { fromSeq: 3 }).pipe(toArray()));
+    expect(from).toEqual(events.slice(2));
+  });
+
+  it("runs a thread's runs one at a time, in the order they were enqueued, while other threads run beside", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push(await queue.enqueue({ threadId: 'a', agent: 'notes', input: `a${i}` }));
+    const other = await queue.enqueue({ threadId: 'b', agent: 'notes', input: 'b0' });
+    await start({ concurrency: 4, delayMs: 1 });
+    for (const id of [...ids, other]) await all(id);
+    const users = (await texts('a')).filter((t) => t.startsWith('user:'));
+    expect(users).toEqual(['user:a0', 'user:a1', 'user:a2', 'user:a3', 'user:a4']);
+    const runs = await Promise.all(ids.map((id) => queue.run(id)));
+    for (let i = 1; i < runs.length; i++) {
+      // Each run started after the one before it ended.
+      expect(runs[i]!.startedAt!.getTime()).toBeGreaterThanOrEqual(runs[i - 1]!.endedAt!.getTime());
+    }
+  });
+
+  it('cancels a queued run: its stream ends at once, it never runs, the thread goes on', async () => {
+    const first = await queue.enqueue({ threadId: 'c', agent: 'notes', input: 'first' });
+    const second = await queue.enqueue({ threadId: 'c', agent: 'notes', input: 'second' });
+    const third = await queue.enqueue({ threadId: 'c', agent: 'notes', input: 'third' });
+    expect(await queue.cancel(second, 'changed my mind')).toBe(true);
+    expect(await all(second)).toEqual([]);
+    expect(await queue.run(second)).toMatchObject({ status: 'ended', outcome: 'cancelled', attempts: 0 });
+    await start();
+    await all(first);
+    await all(third);
+    expect((await texts('c')).filter((t) => t.startsWith('user:'))).toEqual(['user:first', 'user:third']);
+    const { rows } = await pool.query(`SELECT text FROM "${schema}".effects WHERE thread_id = 'c' ORDER BY id`);
+    expect(rows.map((r: { text: string }) => r.text)).toEqual(['first', 'third']);
+    expect(await queue.cancel(first)).toBe(false); // ended
+  });
+
+  it("cancels a running run on its worker: the model's stream is aborted, the closing events still stream", async () => {
+    await start({ delayMs: 30 });
+    const runId = await queue.enqueue({ threadId: 'd', agent: 'notes', input: 'a long one' });
+    const seen: AgentEvent[] = [];
+    const done = lastValueFrom(queue.events(runId).pipe(toArray()));
+    queue.events(runId).subscribe((e) => {
+      seen.push(e);
+      if (e.type === 'message_update' && seen.filter((x) => x.type === 'message_update').length === 2) {
+        void queue.cancel(runId, 'stop pressed');
+      }
+    });
+    const events = await done;
+    expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+    const ended = events.find((e) => e.type === 'message_end' && e.message.role === 'assistant');
+    expect(ended).toMatchObject({ message: { role: 'assistant', stopReason: 'aborted' } });
+    expect(await queue.run(runId)).toMatchObject({ status: 'ended', outcome: 'cancelled', cancelRequested: true });
+  });
+
+  it('a suspended run frees the worker; the answer is enqueued as a new run that resumes the thread', async () => {
+    await start();
+    const runId = await queue.enqueue({ threadId: 'e', agent: 'guarded', input: 'ask for leave' });
+    const events = await all(runId);
+    const requested = events.find((e) => e.type === 'approval_requested');
+    expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'suspended' });
+    expect(await queue.run(runId)).toMatchObject({ status: 'ended', outcome: 'suspended' });
+    expect(requested).toBeDefined();
+    const requestId = (requested as { requestId: string }).requestId;
+    const resumed = await queue.enqueue({
+      threadId: 'e',
+      agent: 'guarded',
+      respond: { requestId, answer: { approve: true } },
+    });
+    const after = await all(resumed);
+    expect(after.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    expect(await texts('e')).toEqual([
+      'user:ask for leave',
+      'assistant:toolCall',
+      'result:asked ask for leave',
+      'assistant:done ask for leave',
+    ]);
+    // The same answer again finds no suspended run: that run fails as a whole, typed.
+    const again = await queue.enqueue({
+      threadId: 'e',
+      agent: 'guarded',
+      respond: { requestId, answer: { approve: true } },
+    });
+    const error = await all(again).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RunQueueError);
+    expect(error).toMatchObject({ reason: 'run_failed', cause: { code: 'invalid_state' } });
+  });
+
+  it('a run for an agent no worker has fails with a typed error and does not hold its thread', async () => {
+    await start();
+    const bad = await queue.enqueue({ threadId: 'f', agent: 'nobody', input: 'hi' });
+    const next = await queue.enqueue({ threadId: 'f', agent: 'notes', input: 'next' });
+    const error = await all(bad).catch((e: unknown) => e);
+    expect(error).toMatchObject({ reason: 'run_failed', cause: { code: 'unknown_agent' } });
+    expect(await queue.run(bad)).toMatchObject({ status: 'ended', outcome: 'error' });
+    expect((await all(next)).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+  });
+
+  it('stop() lets a run finish within the grace period, then cancels what is left and releases it', async () => {
+    const worker = await start({ delayMs: 40 });
+    const runId = await queue.enqueue({ threadId: 'g', agent: 'notes', input: 'slow' });
+    const events = lastValueFrom(queue.events(runId).pipe(toArray()));
+    await new Promise<void>((resolve) => {
+      const sub = queue.events(runId).subscribe((e) => {
+        if (e.type === 'message_update') (sub.unsubscribe(), resolve());
+      });
+    });
+    await worker.stop({ graceMs: 20 });
+    expect(worker.running).toEqual([]);
+    expect((await events).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+    expect(await queue.run(runId)).toMatchObject({ status: 'ended', outcome: 'cancelled' });
+    // Stopped: a new run waits for another worker.
+    const later = await queue.enqueue({ threadId: 'g', agent: 'notes', input: 'later' });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(await queue.run(later)).toMatchObject({ status: 'queued' });
+    await start();
+    expect((await all(later)).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+  });
+
+  it('refuses bad requests with InvalidInputError and unknown runs with unknown_run', async () => {
+    await expect(queue.enqueue({ threadId: '', agent: 'notes', input: 'x' })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(queue.enqueue({ threadId: 't', agent: '', input: 'x' })).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(queue.enqueue({ threadId: 't', agent: 'a', input: 42 as never })).rejects.toBeInstanceOf(
+      InvalidInputError,
+    );
+    await expect(queue.cancel('no-such-run')).rejects.toMatchObject({ reason: 'unknown_run' });
+    await expect(lastValueFrom(queue.events('no-such-run'))).rejects.toMatchObject({ reason: 'unknown_run' });
+    expect(() => queue.events('x', { after: 1, fromSeq: 2 })).toThrow(InvalidInputError);
+  });
+});
