@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { ConstructorOptions, PgBoss } from 'pg-boss';
+import type * as PgBossModule from 'pg-boss';
 import { Observable } from 'rxjs';
 import { threadIdProblem } from '../checkpoint/check-arguments.js';
 import { ConfigurationError, InvalidInputError } from '../types/errors.js';
@@ -532,7 +533,7 @@ async function ensureQueue(boss: PgBoss, name: string, heartbeatSeconds: number,
   }
 }
 
-async function loadPgBoss(): Promise<typeof import('pg-boss')> {
+async function loadPgBoss(): Promise<typeof PgBossModule> {
   try {
     return await import('pg-boss');
   } catch (error) {

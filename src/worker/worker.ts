@@ -6,15 +6,14 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { Job } from 'pg-boss';
-import { catchError, defer, EMPTY, map, throwError, type Observable } from 'rxjs';
+import { catchError, defer, EMPTY, map, throwError, type Observable, type Subscription } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import type { RunOptions } from '../agent/agent-options.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
 import { ConfigurationError, InvalidStateError } from '../types/errors.js';
 import type { AgentEvent, RunOutcome, SequencedEvent } from '../types/agent-events.js';
 import type { Message } from '../types/messages.js';
-import type { WireError, WireFrame } from '../wire/frames.js';
-import { toWireError } from '../server/run-registry.js';
+import { toWireError, type WireError, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError, RunQueueError } from './errors.js';
 import { queueInternals, type QueueInternals, type RunJobData, type RunQueue, type RunRow } from './run-queue.js';
 
@@ -262,8 +261,9 @@ class RunExecutor {
     let outcome: RunOutcome | 'error' = 'completed';
     let appendError: unknown;
     const appends: Promise<void>[] = [];
+    let subscription: Subscription | undefined;
     const ended = await new Promise<{ error?: WireError }>((resolve) => {
-      open({ signal: run.controller.signal, runId })
+      subscription = open({ signal: run.controller.signal, runId })
         .pipe(
           throttleDeltas(this.flushMs),
           map((event, index): SequencedEvent => ({ ...event, seq: lastSeq + index + 1 })),
@@ -285,11 +285,14 @@ class RunExecutor {
           complete: () => resolve({}),
         });
     });
+    subscription?.unsubscribe(); // closed already; for symmetry should the run be left early one day
     await Promise.all(appends);
     if (appendError !== undefined || (leaseLost.aborted && run.cancelReason === undefined)) {
       // Not ours to end: the log refused us (another worker writes this run) or the lease is gone. The job is failed
       // and, while it has retries, resumed from the checkpoint by whichever worker takes it.
-      throw appendError ?? new RunQueueError('database', runId, `run ${runId}: the worker lost its lease`);
+      throw appendError instanceof Error
+        ? appendError
+        : new RunQueueError('database', runId, `run ${runId}: the worker lost its lease`, appendError);
     }
     if (ended.error !== undefined) await this.endWith(runId, seq, 'error', ended.error);
     else await this.endWith(runId, seq, outcome, undefined);
@@ -347,7 +350,10 @@ function chooseRun(
   }
   if (agent.pending.length > 0) return 'suspended';
   const last = agent.state.messages.at(-1);
-  if (last?.role === 'assistant' && last.stopReason !== 'toolUse') return 'completed';
+  if (last?.role === 'assistant' && last.stopReason !== 'toolUse') {
+    // The run had reached its end before the worker was lost: its outcome is what its last answer says.
+    return last.stopReason === 'aborted' ? 'cancelled' : last.stopReason === 'error' ? 'failed' : 'completed';
+  }
   return (options) => resumeOrNothing(agent, options);
 }
 

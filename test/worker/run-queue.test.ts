@@ -174,7 +174,10 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
     const events = lastValueFrom(queue.events(runId).pipe(toArray()));
     await new Promise<void>((resolve) => {
       const sub = queue.events(runId).subscribe((e) => {
-        if (e.type === 'message_update') (sub.unsubscribe(), resolve());
+        if (e.type === 'message_update') {
+          sub.unsubscribe();
+          resolve();
+        }
       });
     });
     await worker.stop({ graceMs: 20 });
