@@ -192,6 +192,19 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
     expect((await all(later)).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
   });
 
+  it('deleteRunsBefore deletes ended runs with their events, never a queued one', async () => {
+    await start();
+    const ended = await queue.enqueue({ threadId: 'h', agent: 'notes', input: 'old' });
+    await all(ended);
+    await workers.splice(0)[0]!.stop({ graceMs: 0 });
+    const queued = await queue.enqueue({ threadId: 'h2', agent: 'notes', input: 'waiting' });
+    expect(await queue.deleteRunsBefore(new Date(Date.now() - 60_000))).toBe(0);
+    expect(await queue.deleteRunsBefore(new Date(Date.now() + 60_000))).toBe(1);
+    expect(await queue.run(ended)).toBeUndefined();
+    expect(await queue.log.lastSeq(ended)).toBe(0);
+    expect(await queue.run(queued)).toMatchObject({ status: 'queued' });
+  });
+
   it('refuses bad requests with InvalidInputError and unknown runs with unknown_run', async () => {
     await expect(queue.enqueue({ threadId: '', agent: 'notes', input: 'x' })).rejects.toBeInstanceOf(InvalidInputError);
     await expect(queue.enqueue({ threadId: 't', agent: '', input: 'x' })).rejects.toBeInstanceOf(InvalidInputError);
