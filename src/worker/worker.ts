@@ -114,6 +114,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   );
   await listener.start();
   let stopping: Promise<void> | undefined;
+  let shuttingDown = false;
 
   function cancelLocal(runId: string, reason: string): void {
     const run = active.get(runId);
@@ -137,6 +138,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       let resolveDone!: () => void;
       const run: ActiveRun = { controller, done: new Promise<void>((resolve) => (resolveDone = resolve)) };
       active.set(job.data.runId, run);
+      if (shuttingDown) cancelLocal(job.data.runId, SHUTDOWN);
       try {
         await runner.execute(job, run);
       } finally {
@@ -154,24 +156,27 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     stop(stopOptions = {}) {
       stopping ??= (async () => {
         const graceMs = stopOptions.graceMs ?? 30_000;
+        // No new fetch from here on; a fetch already in flight may still hand over a job (it joins `active`).
         await boss.offWork(internal.queueName, { id: workId, wait: false });
-        const finished = Promise.all([...active.values()].map((run) => run.done));
         let timer: ReturnType<typeof setTimeout> | undefined;
-        const graceOver = new Promise<'grace_over'>(
-          (resolve) => (timer = setTimeout(() => resolve('grace_over'), graceMs)),
-        );
-        const first = await Promise.race([finished, graceOver]);
+        const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+        const idle = (async () => {
+          while (active.size > 0) await Promise.all([...active.values()].map((run) => run.done));
+        })();
+        await Promise.race([idle, graceOver]);
         clearTimeout(timer);
-        if (first === 'grace_over') {
-          for (const runId of active.keys()) cancelLocal(runId, 'the worker is shutting down');
-          await Promise.all([...active.values()].map((run) => run.done));
-        }
+        shuttingDown = true; // a job handed over from now on is cancelled as it starts
+        for (const runId of active.keys()) cancelLocal(runId, SHUTDOWN);
+        // Every handler has returned (pg-boss waits for its workers' loops), so every job is settled.
+        await boss.offWork(internal.queueName, { id: workId, wait: true });
         await listener.stop();
       })();
       return stopping;
     },
   };
 }
+
+const SHUTDOWN = 'the worker is shutting down';
 
 /** Runs one job: the run's first attempt, or its resumption after a worker died. @internal */
 class RunExecutor {
