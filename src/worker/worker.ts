@@ -11,8 +11,9 @@ import type { Agent } from '../agent/agent.js';
 import type { RunOptions } from '../agent/agent-options.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
 import { ConfigurationError, InvalidStateError } from '../types/errors.js';
-import type { AgentEvent, RunOutcome, SequencedEvent } from '../types/agent-events.js';
-import type { Message } from '../types/messages.js';
+import type { AgentEndEvent, AgentEvent, RunOutcome, SequencedEvent } from '../types/agent-events.js';
+import { addUsage, EMPTY_USAGE } from '../types/usage.js';
+import { canonicalJson, type Message } from '../types/messages.js';
 import { toWireError, type WireError, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError, RunQueueError } from './errors.js';
 import { queueInternals, type QueueInternals, type RunJobData, type RunQueue, type RunRow } from './run-queue.js';
@@ -253,15 +254,22 @@ class RunExecutor {
   private async stream(
     runId: string,
     lastSeq: number,
-    open: ((agent: RunOptions) => Observable<AgentEvent>) | RunOutcome,
+    open: ((agent: RunOptions) => Observable<AgentEvent>) | Finished,
     run: ActiveRun,
     leaseLost: AbortSignal,
   ): Promise<void> {
-    if (typeof open === 'string') {
-      await this.endWith(runId, lastSeq, open, undefined);
+    const log = queueLog(this.internal, runId);
+    if (typeof open !== 'function') {
+      // The run had reached its end; its stream may not have: close it from the checkpoint.
+      const closing = await this.closingEvents(runId, open.outcome, open.messages, open.pending);
+      const frames = closing.map((event, i): WireFrame => {
+        const seq = lastSeq + i + 1;
+        return { kind: 'event', seq, event: { ...event, seq } };
+      });
+      await log.append(frames);
+      await this.endWith(runId, lastSeq + frames.length, open.outcome, undefined);
       return;
     }
-    const log = queueLog(this.internal, runId);
     let seq = lastSeq;
     let outcome: RunOutcome | 'error' = 'completed';
     let appendError: unknown;
@@ -304,6 +312,43 @@ class RunExecutor {
   }
 
   /**
+   * The events that close a run whose messages are all stored but whose stream was cut (its worker died after the
+   * checkpoint write, before the frames): `agent_start` (the resumption, as for any retried run), `message_start` and
+   * `message_end` of each stored message of the run the stream lacks, and `agent_end` with the stored outcome.
+   */
+  private async closingEvents(
+    runId: string,
+    outcome: RunOutcome,
+    messages: readonly Message[],
+    pending: AgentEndEvent['pending'],
+  ): Promise<AgentEvent[]> {
+    const { rows } = await this.internal.pool.query<{ frame: string }>(
+      `SELECT frame FROM ${this.internal.logTable} WHERE run_id = $1 AND NOT compact AND NOT terminal ORDER BY seq`,
+      [runId],
+    );
+    const streamed = new Set<string>();
+    for (const { frame } of rows) {
+      const event = JSON.parse(frame) as AgentEvent;
+      if (event.type === 'message_end') streamed.add(canonicalJson(event.message));
+    }
+    const events: AgentEvent[] = [{ type: 'agent_start', runId }];
+    for (const message of messages) {
+      if (streamed.has(canonicalJson(message))) continue; // key order aside (a JSONB store reorders keys)
+      events.push({ type: 'message_start', runId, message }, { type: 'message_end', runId, message });
+    }
+    const usage = messages.reduce((sum, m) => (m.role === 'assistant' ? addUsage(sum, m.usage) : sum), EMPTY_USAGE);
+    events.push({
+      type: 'agent_end',
+      runId,
+      messages,
+      outcome,
+      usage,
+      ...(pending !== undefined && pending.length > 0 ? { pending } : {}),
+    });
+    return events;
+  }
+
+  /**
    * Records the outcome, then appends the terminal frame (after `seq`): a reader whose stream ended finds the run
    * ended. A process dying in between leaves the job active; the worker that takes it again appends the frame.
    */
@@ -339,11 +384,18 @@ class RunExecutor {
  * suspended or finished (its outcome); else `resume$` — the Agent's restore closed the interrupted tool calls
  * (`interrupted` results; approved idempotent calls run again).
  */
+/** A run that had reached its end before its worker was lost: what its stream still needs. */
+interface Finished {
+  readonly outcome: RunOutcome;
+  readonly messages: readonly Message[];
+  readonly pending: AgentEndEvent['pending'];
+}
+
 function chooseRun(
   agent: Agent,
   row: RunRow,
   baseCount: number,
-): ((options: RunOptions) => Observable<AgentEvent>) | RunOutcome {
+): ((options: RunOptions) => Observable<AgentEvent>) | Finished {
   const request = row.request;
   if (request.kind === 'respond') {
     if (agent.pending.some((pending) => pending.requestId === request.requestId)) {
@@ -353,11 +405,13 @@ function chooseRun(
   } else if (agent.state.messages.length <= baseCount) {
     return (options) => agent.prompt$(request.input as string | Message | readonly Message[], options);
   }
-  if (agent.pending.length > 0) return 'suspended';
+  const messages = agent.state.messages.slice(baseCount);
+  if (agent.pending.length > 0) return { outcome: 'suspended', messages, pending: agent.pending };
   const last = agent.state.messages.at(-1);
   if (last?.role === 'assistant' && last.stopReason !== 'toolUse') {
     // The run had reached its end before the worker was lost: its outcome is what its last answer says.
-    return last.stopReason === 'aborted' ? 'cancelled' : last.stopReason === 'error' ? 'failed' : 'completed';
+    const outcome = last.stopReason === 'aborted' ? 'cancelled' : last.stopReason === 'error' ? 'failed' : 'completed';
+    return { outcome, messages, pending: undefined };
   }
   return (options) => resumeOrNothing(agent, options);
 }
