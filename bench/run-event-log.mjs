@@ -4,8 +4,8 @@
 // The run: one assistant message of 2,000 text deltas (4–6 characters each, as a model streams them), numbered as
 // cubepi/server numbers them, appended in batches of B frames (B = 1: every delta its own statement; 16 and 64: what a
 // frame pump flushing every few milliseconds hands over under load), each batch awaited before the next (one writer
-// per run). READERS readers subscribed from seq 0 before the first append (each on its own pooled connection, in this
-// process) follow the live tail.
+// per run). READERS readers subscribed from seq 0 before the first append (in this process: they share the log's one
+// LISTEN connection, and query through its pool) follow the live tail.
 //
 // Metrics per B: append latency per batch (the call → its commit), frames/s appended, tail latency (the append call →
 // every reader has the batch's last frame), stored bytes per frame (the frame column; compact deltas), WAL bytes per
@@ -72,8 +72,9 @@ async function measure(batch) {
         }),
       ),
   );
-  // Every reader LISTENing before the first append (their connections are out of the pool).
-  while (readerPool.totalCount - readerPool.idleCount < READERS) await new Promise((r) => setTimeout(r, 5));
+  // The run's channel LISTENed before the first append (asked of the listener's session: an internal seam), then time
+  // for every reader's first query.
+  while ((await reader.listenerSession())?.channels.length !== 1) await new Promise((r) => setTimeout(r, 5));
   await new Promise((r) => setTimeout(r, 100));
   const lsn = async () => (await writerPool.query('SELECT pg_current_wal_lsn() AS lsn')).rows[0].lsn;
   const walBefore = await lsn();
@@ -96,6 +97,7 @@ async function measure(batch) {
   );
   const tails = [];
   for (const [seq, t] of started) tails.push(Math.max(...arrivals.map((arrived) => arrived.get(seq))) - t);
+  await reader.close(); // its LISTEN connection
   await readerPool.end();
   await writerPool.query(`DROP SCHEMA "${schema}" CASCADE`);
   await writerPool.end();
@@ -125,7 +127,7 @@ const text = `## Run-event log (run-event-log.mjs)
 
 cubepi/worker's run-event log, Node ${process.version}, local PostgreSQL, ${new Date().toISOString().slice(0, 10)}. One
 answer of ${DELTAS} text deltas (${results[0].frames} frames) appended in batches of B frames, each awaited; ${READERS}
-readers (own connections, same process) subscribed from seq 0 follow the live tail. Tail = the append call → every
+readers (one LISTEN connection between them, same process) subscribed from seq 0 follow the live tail. Tail = the append call → every
 reader has the batch's last frame. WAL includes whatever else the shared server wrote meanwhile.
 
 | B | statements | append p50 ms | append p95 ms | frames/s | tail p50 ms | tail p95 ms | stored bytes/frame | WAL KiB/run |

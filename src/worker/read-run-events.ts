@@ -1,5 +1,5 @@
 /**
- * The reader of one run's events: replay from the table, then the live tail, woken by the run's NOTIFY channel.
+ * The reader of one run's events: replay from the table, then the live tail, woken through the log's shared listener.
  * @module
  */
 import type pg from 'pg';
@@ -7,11 +7,15 @@ import { Observable } from 'rxjs';
 import { DeltaDecoder } from '../wire/compact-deltas.js';
 import { parseFrame, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError } from './errors.js';
+import type { ChannelFollower, RunEventListener } from './run-event-listener.js';
 import { channelOf, type RunEventTables } from './run-events-schema.js';
 
 /** What a reader needs of its log. @internal */
 export interface ReaderContext {
+  /** Where the reader's queries go (each borrows a connection for one query only). */
   readonly pool: pg.Pool;
+  /** The log's one LISTEN connection, shared by its readers. */
+  readonly listener: RunEventListener;
   readonly tables: RunEventTables;
   /** Resolves once the table exists. */
   readonly ready: () => Promise<void>;
@@ -21,7 +25,10 @@ export interface ReaderContext {
 
 /** Test seams. @internal */
 export interface ReaderHooks {
-  /** Called (and awaited) after LISTEN, before the first query: where an append that races the reader lands. */
+  /**
+   * Called (and awaited) once the run's channel is LISTENed (acknowledged), before the first query: where an append
+   * that races the reader lands.
+   */
   readonly afterListen?: () => Promise<void>;
 }
 
@@ -32,12 +39,15 @@ interface Row {
 
 /**
  * The frames of `runId` after seq `after`, whole (compact updates decoded), in seq order, each once, ending with the
- * run's terminal frame. Holds one pooled connection while subscribed; unsubscribing UNLISTENs and releases it.
+ * run's terminal frame. Follows the run's channel on the log's shared listener while subscribed (its queries borrow
+ * a pooled connection each, for that query only); unsubscribing stops following.
  *
- * No gap, no duplicate: the reader LISTENs first, then queries `seq > last`, and queries again after each
- * notification. A batch committed before the first query is in it; one committed after LISTEN notifies, and the next
- * query (still `seq > last`) returns only what was not yet emitted. Batches of one run commit in seq order (the append
- * function's lock), so `seq > last` never skips a smaller seq committed later.
+ * No gap, no duplicate: the reader waits until the listener's LISTEN on the run's channel is acknowledged, then
+ * queries `seq > last`, and queries again after each notification. A batch committed before the first query is in
+ * it; one committed after LISTEN notifies, and the next query (still `seq > last`) returns only what was not yet
+ * emitted. Batches of one run commit in seq order (the append function's lock), so `seq > last` never skips a smaller
+ * seq committed later. When the listener reconnects it LISTENs again and tells the reader, which queries `seq > last`
+ * once more: what was appended while nothing listened is read then.
  * @internal
  */
 export function readRunEvents(
@@ -47,11 +57,12 @@ export function readRunEvents(
   hooks: ReaderHooks = {},
 ): Observable<WireFrame> {
   return new Observable<WireFrame>((subscriber) => {
-    const { pool, tables, pageSize } = context;
+    const { pool, listener, tables, pageSize } = context;
     const channel = channelOf(tables.schema, runId);
     const decoder = new DeltaDecoder();
     let closed = false;
-    let dirty = true;
+    let listening = false;
+    let dirty = false;
     let broken: Error | undefined;
     let wake: (() => void) | undefined;
     let last = after;
@@ -63,15 +74,26 @@ export function readRunEvents(
       wake = undefined;
       resolve?.();
     };
-    const onNotification = (message: pg.Notification): void => {
-      if (message.channel !== channel) return;
-      dirty = true;
-      wakeUp();
+    const follower: ChannelFollower = {
+      listening: () => {
+        listening = true;
+        dirty = true;
+        wakeUp();
+      },
+      notify: () => {
+        dirty = true;
+        wakeUp();
+      },
+      fail: (error) => {
+        broken = error;
+        wakeUp();
+      },
     };
-    const onError = (error: Error): void => {
-      broken = error;
-      wakeUp();
+    // The listener failed this reader (set from its callback, so read through a function, never narrowed).
+    const throwIfBroken = (): void => {
+      if (broken !== undefined) throw broken;
     };
+    const waitForWake = (): Promise<void> => new Promise<void>((resolve) => (wake = resolve));
 
     const decode = (row: Row): WireFrame => {
       const frame = parseFrame(row.frame);
@@ -85,8 +107,8 @@ export function readRunEvents(
     };
 
     // A resume from the middle of a streamed message: decode from the last whole snapshot at or before `after`.
-    const prime = async (client: pg.PoolClient): Promise<void> => {
-      const { rows } = await client.query<Row>(
+    const prime = async (): Promise<void> => {
+      const { rows } = await pool.query<Row>(
         `SELECT frame, compact FROM ${tables.events} WHERE run_id = $1 AND seq <= $2 AND seq >= ` +
           `(SELECT max(seq) FROM ${tables.events} WHERE run_id = $1 AND seq <= $2 AND base) ORDER BY seq`,
         [runId, after],
@@ -97,8 +119,8 @@ export function readRunEvents(
       for (const row of rows) decode(row);
     };
 
-    const ended = async (client: pg.PoolClient): Promise<boolean> => {
-      const { rowCount } = await client.query(
+    const ended = async (): Promise<boolean> => {
+      const { rowCount } = await pool.query(
         `SELECT 1 FROM ${tables.events} WHERE run_id = $1 AND terminal AND seq <= $2`,
         [runId, last],
       );
@@ -106,20 +128,21 @@ export function readRunEvents(
     };
 
     // Emits every stored frame after `last`, a page at a time. True once the terminal frame was emitted.
-    const catchUp = async (client: pg.PoolClient): Promise<boolean> => {
+    const catchUp = async (): Promise<boolean> => {
       for (;;) {
-        const { rows } = await client.query<Row>(
+        const { rows } = await pool.query<Row>(
           `SELECT frame, compact FROM ${tables.events} WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
           [runId, last, pageSize],
         );
+        if (closed) return true;
         if (!primed && rows.length > 0) {
-          if (rows[0]!.compact) await prime(client);
+          if (rows[0]!.compact) await prime();
           primed = true;
         }
         if (first) {
           first = false;
           // Resuming at or past the terminal frame: the run has ended, there is nothing more to wait for.
-          if (rows.length === 0 && (await ended(client))) {
+          if (rows.length === 0 && (await ended())) {
             subscriber.complete();
             return true;
           }
@@ -139,22 +162,25 @@ export function readRunEvents(
     };
 
     const run = async (): Promise<void> => {
-      let client: pg.PoolClient | undefined;
+      let release: (() => void) | undefined;
       try {
         await context.ready();
         if (closed) return;
-        client = await pool.connect();
-        client.on('notification', onNotification);
-        client.on('error', onError);
+        release = listener.follow(channel, follower);
+        while (!listening && !closed) {
+          throwIfBroken();
+          await waitForWake();
+        }
+        throwIfBroken();
         if (closed) return;
-        await client.query(`LISTEN "${channel}"`);
         await hooks.afterListen?.();
         while (!closed) {
-          if (!dirty && broken === undefined) await new Promise<void>((resolve) => (wake = resolve));
-          if (broken !== undefined) throw broken;
+          throwIfBroken();
+          if (!dirty) await waitForWake();
+          throwIfBroken();
           if (closed) break;
           dirty = false;
-          if (await catchUp(client)) break;
+          if (await catchUp()) break;
         }
       } catch (error) {
         if (!closed) {
@@ -170,7 +196,7 @@ export function readRunEvents(
           );
         }
       } finally {
-        if (client !== undefined) await releaseListener(client, channel, broken, onNotification, onError);
+        release?.();
       }
     };
     void run();
@@ -180,28 +206,4 @@ export function readRunEvents(
       wakeUp();
     };
   });
-}
-
-/** UNLISTENs and returns the connection to the pool; a broken one (or one that fails to UNLISTEN) is destroyed. */
-async function releaseListener(
-  client: pg.PoolClient,
-  channel: string,
-  broken: Error | undefined,
-  onNotification: (message: pg.Notification) => void,
-  onError: (error: Error) => void,
-): Promise<void> {
-  client.off('notification', onNotification);
-  if (broken !== undefined) {
-    client.off('error', onError);
-    client.release(broken);
-    return;
-  }
-  try {
-    await client.query(`UNLISTEN "${channel}"`);
-    client.off('error', onError);
-    client.release();
-  } catch (error) {
-    client.off('error', onError);
-    client.release(error instanceof Error ? error : new Error(String(error)));
-  }
 }

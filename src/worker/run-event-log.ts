@@ -11,6 +11,7 @@ import { compactUpdate } from '../wire/compact-deltas.js';
 import { frameJson, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError } from './errors.js';
 import { readRunEvents, type ReaderContext, type ReaderHooks } from './read-run-events.js';
+import { RunEventListener, type ListenerSession } from './run-event-listener.js';
 import {
   channelOf,
   IDENTIFIER,
@@ -24,8 +25,8 @@ import {
 /** Options of {@link createRunEventLog}: a pool or a connection string (exactly one). */
 export interface RunEventLogOptions {
   /**
-   * The pool to use (not ended by `close`). Each subscribed reader holds one of its connections while it follows its
-   * run: size it, and give readers a log on a pool of their own (readers holding every connection make appends wait).
+   * The pool to use (not ended by `close`). Appends and the readers' queries borrow its connections one statement at
+   * a time; the readers' one LISTEN connection is not taken from it but made from its settings (`pool.options`).
    */
   readonly pool?: pg.Pool | undefined;
   /** A connection string: the log makes a pool of its own, ended by `close`. */
@@ -34,6 +35,16 @@ export interface RunEventLogOptions {
   readonly schema?: string | undefined;
   /** Rows fetched per query while a reader replays (default 500). */
   readonly pageSize?: number | undefined;
+  /**
+   * How long the readers' shared LISTEN connection stays open once no reader follows any run, in milliseconds
+   * (default 10,000, as `pg.Pool` keeps an idle connection; 0 closes it as the last reader leaves).
+   */
+  readonly listenerIdleMillis?: number | undefined;
+  /**
+   * When the readers' LISTEN connection is lost, it reconnects at once; if that fails, it keeps trying for this long
+   * (milliseconds, default 5,000; 0: that one attempt), then every reader fails with `RunEventLogError` `database`.
+   */
+  readonly listenerReconnectMillis?: number | undefined;
 }
 
 /** Options of {@link RunEventLog.runEvents}. */
@@ -57,8 +68,11 @@ export interface RunEventLog {
   /**
    * A cold Observable of the run's frames after `options.after`: the stored ones, then each as it is appended, whole
    * (compact updates decoded, as `cubepi/client` would), each once, in seq order, completing after the run's terminal
-   * frame. A run with no frames yet is waited for. Each subscription holds one pooled connection LISTENing on the
-   * run's channel; unsubscribing UNLISTENs and releases it. Fails with `RunEventLogError` if the database does.
+   * frame. A run with no frames yet is waited for. Every reader of the log follows its run on the log's one shared
+   * LISTEN connection (opened by the first, the run's channel UNLISTENed when its last reader leaves) and borrows a
+   * pooled connection only for each query. If that connection is lost, it reconnects and each reader reads what it
+   * missed; when it cannot (see `listenerReconnectMillis`), or its query fails, the reader fails with
+   * `RunEventLogError` `database`.
    */
   runEvents(runId: string, options?: RunEventsOptions): Observable<WireFrame>;
   /** The run's last stored seq (0 when it has none). */
@@ -69,7 +83,10 @@ export interface RunEventLog {
    * over from its next seq (a reader from 0 would see it begin there).
    */
   deleteRunEventsBefore(date: Date): Promise<number>;
-  /** Ends the log's own pool (made from `connectionString`); a pool given in `pool` is left open. */
+  /**
+   * Ends the readers' LISTEN connection (readers still subscribed fail with `RunEventLogError` `database`, later ones
+   * at once) and the log's own pool (made from `connectionString`); a pool given in `pool` is left open.
+   */
   close(): Promise<void>;
 }
 
@@ -110,6 +127,7 @@ class PostgresRunEventLog implements RunEventLog {
   readonly #tables: RunEventTables;
   readonly #writers = new Map<string, RunWriter>();
   readonly #reader: ReaderContext;
+  readonly #listener: RunEventListener;
   #ready: Promise<void> | undefined;
   readonly #ignoreIdleClientError = (): void => {};
 
@@ -122,6 +140,16 @@ class PostgresRunEventLog implements RunEventLog {
     if (!Number.isSafeInteger(pageSize) || pageSize < 1) {
       throw new ConfigurationError(`pageSize must be a positive integer, got ${pageSize}`);
     }
+    const idleMillis = options.listenerIdleMillis ?? 10_000;
+    const reconnectMillis = options.listenerReconnectMillis ?? 5_000;
+    for (const [name, value] of [
+      ['listenerIdleMillis', idleMillis],
+      ['listenerReconnectMillis', reconnectMillis],
+    ] as const) {
+      if (!Number.isSafeInteger(value) || value < 0) {
+        throw new ConfigurationError(`${name} must be a non-negative integer, got ${value}`);
+      }
+    }
     if ((options.pool === undefined) === (options.connectionString === undefined)) {
       throw new ConfigurationError('createRunEventLog needs exactly one of pool and connectionString');
     }
@@ -130,7 +158,20 @@ class PostgresRunEventLog implements RunEventLog {
     // An idle client's error (a terminated backend) is emitted on the pool after it dropped the client.
     this.#pool.on('error', this.#ignoreIdleClientError);
     this.#tables = runEventTables(schema);
-    this.#reader = { pool: this.#pool, tables: this.#tables, ready: () => this.migrate(), pageSize };
+    const pool = this.#pool;
+    this.#listener = new RunEventListener({
+      // The settings the pool makes its own clients with (pg-pool does `new Client(pool.options)`), its Client class.
+      client: () => new (pool.options.Client ?? pg.Client)(pool.options) as pg.Client,
+      idleMillis,
+      reconnectMillis,
+    });
+    this.#reader = {
+      pool,
+      listener: this.#listener,
+      tables: this.#tables,
+      ready: () => this.migrate(),
+      pageSize,
+    };
   }
 
   migrate(): Promise<void> {
@@ -193,7 +234,13 @@ class PostgresRunEventLog implements RunEventLog {
     return Number(rows[0]?.runs ?? 0);
   }
 
+  /** The listener's session (backend pid, listened channels), asked of the server; undefined when closed. @internal */
+  listenerSession(): Promise<ListenerSession | undefined> {
+    return this.#listener.session();
+  }
+
   async close(): Promise<void> {
+    await this.#listener.close();
     this.#pool.off('error', this.#ignoreIdleClientError);
     if (this.#owned) await this.#pool.end();
   }

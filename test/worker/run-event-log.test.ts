@@ -1,6 +1,7 @@
 // The run-event log on the real PostgreSQL: replay then live tail with no gap or duplicate (an append racing the
 // reader's first query included), resume from every seq (mid-message, through compact updates), a writer in another
-// process, appends ordered and refused, cancellation releasing (and UNLISTENing) the connection, retention.
+// process, appends ordered and refused, one shared LISTEN connection per log (its channels LISTENed while followed,
+// reconnected when lost), cancellation stopping the reader, retention.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
@@ -16,7 +17,9 @@ import {
   testPool,
   uniqueSchema,
 } from '../checkpoint/postgres-server.js';
+import { channelOf } from '../../src/worker/run-events-schema.js';
 import { plain, scriptedRun } from './run-frames.js';
+import { startPgProxy } from './tcp-proxy.js';
 
 requirePostgres();
 
@@ -28,14 +31,18 @@ afterAll(async () => {
   await admin?.end();
 });
 
-/** The log's readRunEvents, with its test seam (`afterListen`). */
+/** The log's test seams: readRunEvents with `afterListen`, and what its LISTEN connection's session does. */
 type WithHooks = RunEventLog & {
   readRunEvents(
     runId: string,
     options: { after?: number },
     hooks: { afterListen?: () => Promise<void> },
   ): Observable<WireFrame>;
+  listenerSession(): Promise<{ pid: number; channels: string[] } | undefined>;
 };
+
+/** The listener's session: its backend pid and the channels it LISTENs on (asked of the server). */
+const session = (log: RunEventLog) => (log as WithHooks).listenerSession();
 
 const BACKENDS = 'SELECT pid FROM pg_stat_activity WHERE application_name = $1';
 
@@ -47,14 +54,25 @@ describe.skipIf(!pgAvailable)('run-event log (PostgreSQL)', () => {
   let schema: string;
   let pool: pg.Pool;
   let log: RunEventLog;
+  let logs: RunEventLog[];
+  /** A log closed after the test (its listener ended). */
+  const open = (options: Parameters<typeof createRunEventLog>[0]): RunEventLog => {
+    const made = createRunEventLog(options);
+    logs.push(made);
+    return made;
+  };
+  /** The runs' channels, sorted as `listenerSession` lists them. */
+  const channels = (...runIds: string[]): string[] => runIds.map((id) => channelOf(schema, id)).sort();
 
   beforeEach(async () => {
     schema = uniqueSchema('runevents');
     pool = testPool({ max: 8 });
-    log = createRunEventLog({ pool, schema });
+    logs = [];
+    log = open({ pool, schema });
     await log.migrate();
   });
   afterEach(async () => {
+    for (const made of logs) await made.close();
     await pool.end();
     await dropSchema(admin, schema);
   });
@@ -86,7 +104,7 @@ describe.skipIf(!pgAvailable)('run-event log (PostgreSQL)', () => {
   });
 
   it('resumes mid-message across pages (page size 3: the replay and its priming are paged)', async () => {
-    const small = createRunEventLog({ pool, schema, pageSize: 3 });
+    const small = open({ pool, schema, pageSize: 3 });
     const frames = scriptedRun('r3', 1, 20);
     await small.appendRunEvents('r3', frames);
     for (const after of [0, 5, 11, 17, frames.length - 1]) {
@@ -205,74 +223,257 @@ describe.skipIf(!pgAvailable)('run-event log (PostgreSQL)', () => {
     expect(await all(log.runEvents('failed', { after: error.seq + 5 }))).toEqual([]);
   });
 
-  it('releases its connection, UNLISTENed, when unsubscribed, and emits nothing after', async () => {
+  it('serves 50 readers of 10 runs from one LISTEN connection, its channels the runs followed', async () => {
+    const name = `many_${schema.slice(-8)}`;
+    const readerPool = testPool({ max: 3, application_name: name });
+    const reader = open({ pool: readerPool, schema });
+    const runs = Array.from({ length: 10 }, (_, i) => `many-${i}`);
+    const frames = new Map(runs.map((id) => [id, scriptedRun(id, 1, 4)]));
+    for (const id of runs) await log.appendRunEvents(id, frames.get(id)!.slice(0, 3));
+    const seen = runs.flatMap((id) => Array.from({ length: 5 }, () => ({ id, frames: [] as WireFrame[] })));
+    const done = seen.map(
+      ({ id, frames: into }) =>
+        new Promise<void>((resolve, reject) =>
+          reader.runEvents(id).subscribe({ next: (f) => into.push(f), error: reject, complete: resolve }),
+        ),
+    );
+    try {
+      // Every reader has replayed (a reader holding a connection of its own would leave 47 of them waiting).
+      await vi.waitFor(() => expect(seen.every((s) => s.frames.length === 3)).toBe(true), { timeout: 10_000 });
+      const listener = await session(reader);
+      expect(listener?.channels).toEqual(channels(...runs));
+      // The process's backends: the pool's (at most 3, none LISTENing) and the listener, one for all 50 readers.
+      const { rows } = await admin.query<{ pid: number }>(BACKENDS, [name]);
+      expect(rows.map((r) => r.pid)).toContain(listener!.pid);
+      expect(rows.length).toBeLessThanOrEqual(3 + 1);
+      for (const id of runs) await log.appendRunEvents(id, frames.get(id)!.slice(3));
+      await Promise.all(done);
+      for (const { id, frames: got } of seen) expect(plain(got)).toEqual(plain(frames.get(id)!));
+      // Every run ended, every reader left: the same connection listens to nothing, until it idles out.
+      await vi.waitFor(async () => expect(await session(reader)).toEqual({ pid: listener!.pid, channels: [] }));
+    } finally {
+      await reader.close();
+      await readerPool.end();
+    }
+  });
+
+  it("UNLISTENs a run's channel when its last reader leaves, while another run's readers continue", async () => {
+    const a = scriptedRun('left', 1, 2);
+    const b = scriptedRun('kept', 1, 2);
+    await log.appendRunEvents('left', a.slice(0, 2));
+    await log.appendRunEvents('kept', b.slice(0, 2));
+    const seenA1: WireFrame[] = [];
+    const seenA2: WireFrame[] = [];
+    const a1 = log.runEvents('left').subscribe((f) => seenA1.push(f));
+    const a2 = log.runEvents('left').subscribe((f) => seenA2.push(f));
+    const kept = all(log.runEvents('kept'));
+    await vi.waitFor(async () => expect((await session(log))?.channels).toEqual(channels('left', 'kept')));
+    await vi.waitFor(() => expect([seenA1.length, seenA2.length]).toEqual([2, 2]));
+
+    a1.unsubscribe(); // one reader of the run remains: still listened
+    expect((await session(log))?.channels).toEqual(channels('left', 'kept'));
+    a2.unsubscribe();
+    await vi.waitFor(async () => expect((await session(log))?.channels).toEqual(channels('kept')));
+
+    await log.appendRunEvents('left', a.slice(2, 4));
+    await log.appendRunEvents('kept', b.slice(2));
+    expect(plain(await kept)).toEqual(plain(b));
+    expect([seenA1.length, seenA2.length]).toEqual([2, 2]); // nothing after unsubscribing
+    // Followed again: LISTENed again, and read from where it asks.
+    const again = all(log.runEvents('left', { after: 1 }));
+    await log.appendRunEvents('left', a.slice(4));
+    expect(plain(await again)).toEqual(plain(a.slice(1)));
+  });
+
+  it('keeps LISTEN and UNLISTEN of one channel in order while its readers come and go', async () => {
+    const frames = scriptedRun('flap', 1, 30);
+    const steady: Promise<WireFrame[]>[] = [];
+    for (let i = 0; i < frames.length; i++) {
+      // Readers that leave at once, after a turn, and after their first frame, around each append.
+      log.runEvents('flap').subscribe().unsubscribe();
+      const late = log.runEvents('flap').subscribe();
+      setTimeout(() => late.unsubscribe(), i % 3);
+      const once = firstValueFrom(log.runEvents('flap', { after: i }));
+      if (i % 5 === 0) steady.push(all(log.runEvents('flap', { after: i })));
+      await log.appendRunEvents('flap', [frames[i]!]);
+      await once;
+    }
+    const results = await Promise.all(steady);
+    results.forEach((seen, k) => expect(plain(seen), `reader ${k}`).toEqual(plain(frames.slice(k * 5))));
+    await vi.waitFor(async () => expect((await session(log))?.channels).toEqual([]));
+  });
+
+  it('tells a reader its run is listened only once a LISTEN is acknowledged, even during its UNLISTEN', async () => {
+    const listed: boolean[] = [];
+    const check = (): Observable<WireFrame> =>
+      (log as WithHooks).readRunEvents(
+        'relisten',
+        {},
+        {
+          afterListen: async () =>
+            void listed.push((await session(log))!.channels.includes(channelOf(schema, 'relisten'))),
+        },
+      );
+    for (let i = 0; i < 10; i++) {
+      const first = check().subscribe();
+      await vi.waitFor(() => expect(listed).toHaveLength(2 * i + 1));
+      // The last reader leaves (UNLISTEN sent) and another comes at once: it waits for the LISTEN after it.
+      first.unsubscribe();
+      const second = check().subscribe();
+      await vi.waitFor(() => expect(listed).toHaveLength(2 * i + 2));
+      second.unsubscribe();
+    }
+    expect(listed).toEqual(Array.from({ length: 20 }, () => true));
+  });
+
+  it('stops reading when unsubscribed: nothing emitted after, its channel UNLISTENed, no pool connection held', async () => {
     const name = `reader_${schema.slice(-8)}`;
     const one = testPool({ max: 1, application_name: name });
+    const reader = open({ pool: one, schema, listenerIdleMillis: 60_000 });
     const seen: WireFrame[] = [];
-    const subscription = createRunEventLog({ pool: one, schema })
-      .runEvents('cancel')
-      .subscribe((frame) => seen.push(frame));
+    const subscription = reader.runEvents('cancel').subscribe((frame) => seen.push(frame));
     try {
       const frames = scriptedRun('cancel', 1, 4);
       await log.appendRunEvents('cancel', frames.slice(0, 3));
       await vi.waitFor(() => expect(seen).toHaveLength(3));
-      // Held: the pool's only connection is out, its backend is there.
-      expect(one.totalCount - one.idleCount).toBe(1);
-      expect((await admin.query(BACKENDS, [name])).rowCount).toBe(1);
+      // Following: the pool's only connection is not held (it is free for appends); the listener LISTENs.
+      await vi.waitFor(() => expect(one.totalCount - one.idleCount).toBe(0));
+      const listener = await session(reader);
+      expect(listener?.channels).toEqual(channels('cancel'));
+      const { rows } = await admin.query<{ pid: number }>(BACKENDS, [name]);
+      expect(rows.map((r) => r.pid)).toContain(listener!.pid);
+      expect(rows.length).toBeLessThanOrEqual(1 + 1); // the pool's one and the listener
 
       subscription.unsubscribe();
-      await vi.waitFor(() => expect(one.idleCount).toBe(1));
-      // The same (only) connection, back in the pool, listens to nothing.
-      const channels = await one.query('SELECT pg_listening_channels()');
-      expect(channels.rowCount).toBe(0);
+      // The same connection stays (idle time 60 s) and listens to nothing; the pool's never LISTENed.
+      await vi.waitFor(async () => expect(await session(reader)).toEqual({ pid: listener!.pid, channels: [] }));
+      expect((await one.query('SELECT pg_listening_channels()')).rowCount).toBe(0);
       await log.appendRunEvents('cancel', frames.slice(3));
       await one.query('SELECT 1'); // a round trip after the append's commit (and its NOTIFY)
       expect(seen).toHaveLength(3);
+      // close() ends it.
+      await reader.close();
+      expect(await session(reader)).toBeUndefined();
+      await vi.waitFor(async () =>
+        expect((await admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [listener!.pid])).rowCount).toBe(0),
+      );
+      await expect(firstValueFrom(reader.runEvents('cancel'))).rejects.toMatchObject({ reason: 'database' });
     } finally {
       subscription.unsubscribe();
       await one.end();
     }
   });
 
-  it('releases the connection when unsubscribed before it was even connected, and on completion', async () => {
+  it('closes the listener with its last reader (idle time 0): unsubscribed before it connected, or completed', async () => {
     const one = testPool({ max: 1 });
     try {
-      const reader = createRunEventLog({ pool: one, schema });
+      const reader = open({ pool: one, schema, listenerIdleMillis: 0 });
       reader.runEvents('nothing-yet').subscribe().unsubscribe();
       await vi.waitFor(() => expect(one.totalCount === 0 || one.idleCount === one.totalCount).toBe(true));
+      expect(await session(reader)).toBeUndefined(); // never opened
       const frames = scriptedRun('whole', 1, 1);
       await log.appendRunEvents('whole', frames);
-      await all(reader.runEvents('whole'));
+      expect(plain(await all(reader.runEvents('whole')))).toEqual(plain(frames));
+      await vi.waitFor(async () => expect(await session(reader)).toBeUndefined());
       await vi.waitFor(() => expect(one.idleCount).toBe(one.totalCount));
       expect((await one.query('SELECT pg_listening_channels()')).rowCount).toBe(0);
+      // A reader after that opens a new one.
+      const live = reader.runEvents('later').subscribe();
+      await vi.waitFor(async () => expect((await session(reader))?.channels).toEqual(channels('later')));
+      live.unsubscribe();
+      await vi.waitFor(async () => expect(await session(reader)).toBeUndefined());
     } finally {
       await one.end();
     }
   });
 
-  it('fails with a RunEventLogError when its connection is lost', async () => {
-    const name = `lost_${schema.slice(-8)}`;
-    const one = testPool({ max: 1, application_name: name });
+  it('reconnects a lost LISTEN connection: its readers read what was appended while nothing listened', async () => {
+    const proxy = await startPgProxy();
+    const viaProxy = testPool({ host: '127.0.0.1', port: proxy.port, max: 2 });
+    const reader = open({ pool: viaProxy, schema, listenerReconnectMillis: 60_000 });
     try {
-      const failure = firstValueFrom(createRunEventLog({ pool: one, schema }).runEvents('lost')).catch(
-        (error: unknown) => error,
+      const a = scriptedRun('cut-a', 1, 6);
+      const b = scriptedRun('cut-b', 1, 6);
+      await log.appendRunEvents('cut-a', a.slice(0, 3));
+      await log.appendRunEvents('cut-b', b.slice(0, 3));
+      const seenA: WireFrame[] = [];
+      const doneA = new Promise<void>((resolve, reject) =>
+        reader.runEvents('cut-a').subscribe({ next: (f) => seenA.push(f), error: reject, complete: resolve }),
       );
-      // Its backend, once the reader has connected and is waiting for the run's first frame.
-      const pid = await vi.waitFor(async () => {
-        const { rows } = await admin.query<{ pid: number; query: string }>(`${BACKENDS} AND query LIKE 'SELECT%'`, [
-          name,
-        ]);
-        expect(rows).toHaveLength(1);
-        return rows[0]!.pid;
+      const doneB = all(reader.runEvents('cut-b', { after: 1 }));
+      await vi.waitFor(() => expect(seenA).toHaveLength(3));
+      const before = await session(reader);
+      expect(before?.channels).toEqual(channels('cut-a', 'cut-b'));
+
+      // Its backend gone (waited for), and no new connection possible: the appends meanwhile notify nobody.
+      proxy.refusing = true;
+      await admin.query('SELECT pg_terminate_backend($1, 10000)', [before!.pid]);
+      await log.appendRunEvents('cut-a', a.slice(3)); // the rest of run a, terminal frame included
+      await log.appendRunEvents('cut-b', b.slice(3, 6));
+      await vi.waitFor(async () => expect(await session(reader)).toBeUndefined());
+      expect(seenA).toHaveLength(3);
+
+      proxy.refusing = false;
+      // Reconnected, LISTENing again, each reader reads `seq > last`: run a's end arrives without any later NOTIFY.
+      await doneA;
+      expect(plain(seenA)).toEqual(plain(a));
+      const after = await vi.waitFor(async () => {
+        const now = await session(reader);
+        expect(now?.channels).toEqual(channels('cut-b'));
+        return now!;
       });
-      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
-      const error = await failure;
-      expect(error).toBeInstanceOf(RunEventLogError);
-      expect(error).toMatchObject({ reason: 'database', runId: 'lost' });
-      await vi.waitFor(() => expect(one.totalCount).toBe(0)); // the broken connection was destroyed, not pooled
+      expect(after.pid).not.toBe(before!.pid);
+      await log.appendRunEvents('cut-b', b.slice(6));
+      expect(plain(await doneB)).toEqual(plain(b.slice(1)));
     } finally {
-      await one.end();
+      await reader.close();
+      await viaProxy.end();
+      await proxy.close();
     }
+  });
+
+  it('fails every reader with RunEventLogError database when the LISTEN connection cannot come back', async () => {
+    const proxy = await startPgProxy();
+    const viaProxy = testPool({ host: '127.0.0.1', port: proxy.port, max: 2 });
+    const reader = open({ pool: viaProxy, schema, listenerReconnectMillis: 300 });
+    try {
+      await log.appendRunEvents('gone-a', scriptedRun('gone-a', 1, 2).slice(0, 2));
+      const failures = ['gone-a', 'gone-b'].map((id) =>
+        lastValueFrom(reader.runEvents(id)).catch((error: unknown) => error),
+      );
+      const listener = await vi.waitFor(async () => {
+        const now = await session(reader);
+        expect(now?.channels).toEqual(channels('gone-a', 'gone-b'));
+        return now!;
+      });
+      proxy.refusing = true;
+      await admin.query('SELECT pg_terminate_backend($1, 10000)', [listener.pid]);
+      const errors = await Promise.all(failures);
+      for (const [i, error] of errors.entries()) {
+        expect(error).toBeInstanceOf(RunEventLogError);
+        expect(error).toMatchObject({ reason: 'database', runId: ['gone-a', 'gone-b'][i] });
+      }
+      expect(await session(reader)).toBeUndefined();
+      // The database back, a new reader opens a new connection.
+      proxy.refusing = false;
+      const frames = scriptedRun('back', 1, 1);
+      await log.appendRunEvents('back', frames);
+      expect(plain(await all(reader.runEvents('back')))).toEqual(plain(frames));
+    } finally {
+      await reader.close();
+      await viaProxy.end();
+      await proxy.close();
+    }
+  });
+
+  it('fails a reader with RunEventLogError database when its query fails, and stops following its run', async () => {
+    const failure = lastValueFrom(log.runEvents('doomed')).catch((error: unknown) => error);
+    await vi.waitFor(async () => expect((await session(log))?.channels).toEqual(channels('doomed')));
+    // The table is gone: the reader's next query (woken by a NOTIFY on its channel) fails.
+    await dropSchema(admin, schema);
+    await admin.query('SELECT pg_notify($1, $2)', [channelOf(schema, 'doomed'), '1']);
+    expect(await failure).toMatchObject({ reason: 'database', runId: 'doomed' });
+    await vi.waitFor(async () => expect((await session(log))?.channels).toEqual([]));
   });
 
   it('deletes whole runs whose last frame is older than a date (retention)', async () => {
