@@ -199,9 +199,8 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
       `UPDATE "${schema}".cubepi_runs SET status = 'running', attempts = 1, base_count = 0, worker = 'gone' WHERE run_id = $1`,
       [runId],
     );
-    const first = await lastValueFrom(
-      queueAgents({ pool, schema }).notes!('k').prompt$('finish me', { runId }).pipe(toArray()),
-    );
+    const agent = await queueAgents({ pool, schema }).notes!('k');
+    const first = await lastValueFrom(agent.prompt$('finish me', { runId }).pipe(toArray()));
     const answerStart = first.findLastIndex((e) => e.type === 'message_start');
     const cut = first.slice(0, answerStart + 2);
     await queue.log.appendRunEvents(
