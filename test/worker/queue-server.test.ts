@@ -274,6 +274,52 @@ describe.skipIf(!pgAvailable)('the agent server on a run queue (cubepi/client ov
     expect(unknown).toEqual({ threadId: 'nobody', messages: [], pending: [], activeRunId: null });
   });
 
+  it('a queued run: named active, its stream waits with heartbeats, then streams once a worker takes it', async () => {
+    const base = await serveQueue('notes', { heartbeatMs: 50 });
+    const { runId } = (await (
+      await fetch(`${base}/threads/q1/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ input: 'waiting' }),
+      })
+    ).json()) as { runId: string };
+    expect(await getThread(base, 'q1')).toEqual({ threadId: 'q1', messages: [], pending: [], activeRunId: runId });
+    const response = await fetch(`${base}/runs/${runId}/events`);
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const reader = response.body!.getReader();
+    const first = new TextDecoder().decode((await reader.read()).value);
+    expect(first).toBe(':\n\n');
+    await reader.cancel();
+    await startWorking();
+    const events = await collect(fromAgentEvents(runEventsUrl(base, runId)));
+    expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+  });
+
+  it('close() ends the streams it serves; the run goes on on its worker', async () => {
+    await startWorking(20);
+    const base = await serveQueue('notes');
+    const server = opened.at(-1)!.server;
+    let clientEnded!: (outcome: unknown) => void;
+    const client = new Promise<unknown>((resolve) => (clientEnded = resolve));
+    const runId = await new Promise<string>((resolve) => {
+      startRun(base, 'z1', LONG, { retry: { maxAttempts: 1, initialDelayMs: 1, maxDelayMs: 1 } }).subscribe({
+        next: (event) => {
+          if (event.type === 'message_update' && event.seq < 10) {
+            server.close();
+            resolve(event.runId);
+          }
+        },
+        error: (error: unknown) => clientEnded(error),
+        complete: () => clientEnded('completed'),
+      });
+    });
+    // The client's stream ended without the run's end; its reconnect is refused.
+    expect(await client).toBeInstanceOf(Error);
+    // Refused from now on; the worker finishes the run.
+    expect((await fetch(`${base}/runs/${runId}/events`)).status).toBe(503);
+    expect((await collect(queue.events(runId))).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+  });
+
   it('with authToken: 401 on every route without it, SSE and WebSocket; with it, a run streams', async () => {
     await startWorking();
     const token = 'a-secret-token-of-32-characters!';
