@@ -144,6 +144,33 @@ describe('assembleMessages', () => {
     });
   });
 
+  it('a run that starts again (resumed after its worker died) drops the message it left open; other runs keep theirs', () => {
+    const prompt = user('hi');
+    const cut = snap('hel');
+    const other = snap('o');
+    const again = snap('');
+    const final = snap('hello');
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold<AgentEvent>('-p-s-o-a-S-e-|', {
+        p: { type: 'message_start', runId: 'r', message: prompt },
+        s: { type: 'message_start', runId: 'r', message: cut },
+        o: { type: 'message_start', runId: 'q', message: other },
+        a: { type: 'agent_start', runId: 'r' },
+        S: { type: 'message_start', runId: 'r', message: again },
+        e: { type: 'message_end', runId: 'r', message: final },
+      });
+      expectObservable(source.pipe(assembleMessages())).toBe('ip-s-o-a-S-e-|', {
+        i: [],
+        p: [prompt],
+        s: [prompt, cut],
+        o: [prompt, cut, other],
+        a: [prompt, other],
+        S: [prompt, other, again],
+        e: [prompt, other, final],
+      });
+    });
+  });
+
   it('emissions are frozen and share what did not change; two interleaved runs are kept apart', () => {
     const seen: (readonly Message[])[] = [];
     const a0 = snap('a');

@@ -12,7 +12,9 @@ import type { Message } from '../src/types/messages.js';
  * (structural sharing), so a keyed list re-renders only what changed. Emits `initial` first, then whenever the list
  * changes: at each `message_start`, and at a `message_update` or `message_end` that brings another message object
  * (a user message's end, the same object as its start, emits nothing); other events emit nothing. Runs interleaved in one stream
- * (several agents merged) are told apart by `runId`. Errors and completion pass through.
+ * (several agents merged) are told apart by `runId`. An `agent_start` of a run whose message is still open (a queued
+ * run resumed after its worker died, see docs/scale-out.md) removes that message: it was never stored. Errors and
+ * completion pass through.
  *
  * ```
  * source:  -a-s-u-u-e-|        (a: agent_start, s/u/e: message_start/update/end of one assistant message)
@@ -33,6 +35,16 @@ export function assembleMessages(initial: readonly Message[] = []): OperatorFunc
       return source.subscribe({
         next: (event) => {
           switch (event.type) {
+            case 'agent_start': {
+              // The run starts again (a queued run resumed after its worker died): a message it left open was never
+              // stored, and goes.
+              const index = open.get(event.runId);
+              if (index === undefined) return;
+              open.delete(event.runId);
+              messages = Object.freeze([...messages.slice(0, index), ...messages.slice(index + 1)]);
+              for (const [runId, at] of open) if (at > index) open.set(runId, at - 1);
+              break;
+            }
             case 'message_start':
               open.set(event.runId, messages.length);
               messages = Object.freeze([...messages, event.message]);

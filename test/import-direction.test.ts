@@ -87,8 +87,9 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/client': ['src/client', 'src/wire', 'src/types'],
   // cubepi/server serves agents: coalesces and numbers their events with the operators, reads threads.
   'src/server': ['src/server', 'src/wire', 'src/types', 'operators', 'src/agent', 'src/checkpoint'],
-  // cubepi/worker runs on PostgreSQL: stores and reads the wire frames of cubepi/server (the run-event log).
-  'src/worker': ['src/worker', 'src/wire', 'src/types'],
+  // cubepi/worker runs on PostgreSQL: stores and reads the wire frames of cubepi/server (the run-event log), and runs
+  // agents for the queue (coalescing their deltas with the operators, checking thread ids as the checkpointers do).
+  'src/worker': ['src/worker', 'src/wire', 'src/types', 'operators', 'src/agent', 'src/checkpoint'],
   // Tracing reads events (their types) and hashes prompts with the middleware's hash; nothing imports it but its entry.
   'src/tracing': ['src/tracing', 'src/types', 'src/middleware'],
 };

@@ -10,7 +10,7 @@ import { numberEvents } from '../../operators/number-events.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
 import { AgentBusyError } from '../types/errors.js';
 import type { AgentEvent } from '../types/agent-events.js';
-import type { WireError } from '../wire/frames.js';
+import { toWireError, type WireError } from '../wire/frames.js';
 import { RunLog } from './run-log.js';
 
 /** What the registry needs from the server's options. */
@@ -178,13 +178,4 @@ export class RunRegistry {
       if (!this.activeByThread.has(threadId)) this.agents.delete(threadId);
     }
   }
-}
-
-/** A run's failure as it travels. */
-export function toWireError(error: unknown): WireError {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
-  }
-  return { name: 'Error', message: String(error) };
 }

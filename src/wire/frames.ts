@@ -86,3 +86,12 @@ export function sseRecord(frame: WireFrame, json: string): string {
   const name = frame.kind === 'event' ? '' : `event: ${frame.kind}\n`;
   return `id: ${frame.seq}\n${name}data: ${json}\n\n`;
 }
+
+/** A run's failure as it travels. @internal */
+export function toWireError(error: unknown): WireError {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return { name: error.name, message: error.message, ...(typeof code === 'string' ? { code } : {}) };
+  }
+  return { name: 'Error', message: String(error) };
+}

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { ConstructorOptions, PgBoss } from 'pg-boss';
+import type * as PgBossModule from 'pg-boss';
 import { Observable } from 'rxjs';
 import { threadIdProblem } from '../checkpoint/check-arguments.js';
 import { ConfigurationError, InvalidInputError } from '../types/errors.js';
@@ -131,6 +132,11 @@ export interface RunQueue {
   threadRuns(threadId: string, options?: { readonly limit?: number | undefined }): Promise<QueuedRun[]>;
   /** The thread's oldest run that has not ended (the running one, else the next to run), if any. */
   activeRun(threadId: string): Promise<QueuedRun | undefined>;
+  /**
+   * Retention: deletes the runs that ended before `date` — their rows and their events — and resolves with how many.
+   * Queued and running runs are never deleted. (pg-boss deletes its completed jobs itself, after 7 days.)
+   */
+  deleteRunsBefore(date: Date): Promise<number>;
   /** The run-event log the queue's runs are streamed through. */
   readonly log: RunEventLog;
   /** Creates the tables and starts pg-boss now (optional: the first call does it). */
@@ -404,6 +410,24 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
       return rows[0] === undefined ? undefined : toQueuedRun(rows[0]);
     },
 
+    async deleteRunsBefore(date) {
+      if (!(date instanceof Date) || Number.isNaN(date.getTime())) throw new InvalidInputError('date must be a Date');
+      await boss();
+      const fail = database('', 'deleting runs');
+      const { rows } = await pool
+        .query<{ run_id: string }>(
+          `DELETE FROM ${tables.runs} WHERE status = 'ended' AND ended_at < $1 RETURNING run_id`,
+          [date],
+        )
+        .catch(fail);
+      if (rows.length > 0) {
+        await pool
+          .query(`DELETE FROM ${runEventTables(schema).events} WHERE run_id = ANY($1)`, [rows.map((r) => r.run_id)])
+          .catch(fail);
+      }
+      return rows.length;
+    },
+
     async close() {
       if (closed) return;
       closed = true;
@@ -532,7 +556,7 @@ async function ensureQueue(boss: PgBoss, name: string, heartbeatSeconds: number,
   }
 }
 
-async function loadPgBoss(): Promise<typeof import('pg-boss')> {
+async function loadPgBoss(): Promise<typeof PgBossModule> {
   try {
     return await import('pg-boss');
   } catch (error) {

@@ -6,15 +6,15 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { Job } from 'pg-boss';
-import { catchError, defer, EMPTY, map, throwError, type Observable } from 'rxjs';
+import { catchError, defer, EMPTY, map, throwError, type Observable, type Subscription } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import type { RunOptions } from '../agent/agent-options.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
 import { ConfigurationError, InvalidStateError } from '../types/errors.js';
-import type { AgentEvent, RunOutcome, SequencedEvent } from '../types/agent-events.js';
-import type { Message } from '../types/messages.js';
-import type { WireError, WireFrame } from '../wire/frames.js';
-import { toWireError } from '../server/run-registry.js';
+import type { AgentEndEvent, AgentEvent, RunOutcome, SequencedEvent } from '../types/agent-events.js';
+import { addUsage, EMPTY_USAGE } from '../types/usage.js';
+import { canonicalJson, type Message } from '../types/messages.js';
+import { toWireError, type WireError, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError, RunQueueError } from './errors.js';
 import { queueInternals, type QueueInternals, type RunJobData, type RunQueue, type RunRow } from './run-queue.js';
 
@@ -115,6 +115,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   );
   await listener.start();
   let stopping: Promise<void> | undefined;
+  let shuttingDown = false;
 
   function cancelLocal(runId: string, reason: string): void {
     const run = active.get(runId);
@@ -138,6 +139,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       let resolveDone!: () => void;
       const run: ActiveRun = { controller, done: new Promise<void>((resolve) => (resolveDone = resolve)) };
       active.set(job.data.runId, run);
+      if (shuttingDown) cancelLocal(job.data.runId, SHUTDOWN);
       try {
         await runner.execute(job, run);
       } finally {
@@ -155,24 +157,27 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     stop(stopOptions = {}) {
       stopping ??= (async () => {
         const graceMs = stopOptions.graceMs ?? 30_000;
+        // No new fetch from here on; a fetch already in flight may still hand over a job (it joins `active`).
         await boss.offWork(internal.queueName, { id: workId, wait: false });
-        const finished = Promise.all([...active.values()].map((run) => run.done));
         let timer: ReturnType<typeof setTimeout> | undefined;
-        const graceOver = new Promise<'grace_over'>(
-          (resolve) => (timer = setTimeout(() => resolve('grace_over'), graceMs)),
-        );
-        const first = await Promise.race([finished, graceOver]);
+        const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+        const idle = (async () => {
+          while (active.size > 0) await Promise.all([...active.values()].map((run) => run.done));
+        })();
+        await Promise.race([idle, graceOver]);
         clearTimeout(timer);
-        if (first === 'grace_over') {
-          for (const runId of active.keys()) cancelLocal(runId, 'the worker is shutting down');
-          await Promise.all([...active.values()].map((run) => run.done));
-        }
+        shuttingDown = true; // a job handed over from now on is cancelled as it starts
+        for (const runId of active.keys()) cancelLocal(runId, SHUTDOWN);
+        // Every handler has returned (pg-boss waits for its workers' loops), so every job is settled.
+        await boss.offWork(internal.queueName, { id: workId, wait: true });
         await listener.stop();
       })();
       return stopping;
     },
   };
 }
+
+const SHUTDOWN = 'the worker is shutting down';
 
 /** Runs one job: the run's first attempt, or its resumption after a worker died. @internal */
 class RunExecutor {
@@ -249,21 +254,29 @@ class RunExecutor {
   private async stream(
     runId: string,
     lastSeq: number,
-    open: ((agent: RunOptions) => Observable<AgentEvent>) | RunOutcome,
+    open: ((agent: RunOptions) => Observable<AgentEvent>) | Finished,
     run: ActiveRun,
     leaseLost: AbortSignal,
   ): Promise<void> {
-    if (typeof open === 'string') {
-      await this.endWith(runId, lastSeq, open, undefined);
+    const log = queueLog(this.internal, runId);
+    if (typeof open !== 'function') {
+      // The run had reached its end; its stream may not have: close it from the checkpoint.
+      const closing = await this.closingEvents(runId, open.outcome, open.messages, open.pending);
+      const frames = closing.map((event, i): WireFrame => {
+        const seq = lastSeq + i + 1;
+        return { kind: 'event', seq, event: { ...event, seq } };
+      });
+      await log.append(frames);
+      await this.endWith(runId, lastSeq + frames.length, open.outcome, undefined);
       return;
     }
-    const log = queueLog(this.internal, runId);
     let seq = lastSeq;
     let outcome: RunOutcome | 'error' = 'completed';
     let appendError: unknown;
     const appends: Promise<void>[] = [];
+    let subscription: Subscription | undefined;
     const ended = await new Promise<{ error?: WireError }>((resolve) => {
-      open({ signal: run.controller.signal, runId })
+      subscription = open({ signal: run.controller.signal, runId })
         .pipe(
           throttleDeltas(this.flushMs),
           map((event, index): SequencedEvent => ({ ...event, seq: lastSeq + index + 1 })),
@@ -285,14 +298,54 @@ class RunExecutor {
           complete: () => resolve({}),
         });
     });
+    subscription?.unsubscribe(); // closed already; for symmetry should the run be left early one day
     await Promise.all(appends);
     if (appendError !== undefined || (leaseLost.aborted && run.cancelReason === undefined)) {
       // Not ours to end: the log refused us (another worker writes this run) or the lease is gone. The job is failed
       // and, while it has retries, resumed from the checkpoint by whichever worker takes it.
-      throw appendError ?? new RunQueueError('database', runId, `run ${runId}: the worker lost its lease`);
+      throw appendError instanceof Error
+        ? appendError
+        : new RunQueueError('database', runId, `run ${runId}: the worker lost its lease`, appendError);
     }
     if (ended.error !== undefined) await this.endWith(runId, seq, 'error', ended.error);
     else await this.endWith(runId, seq, outcome, undefined);
+  }
+
+  /**
+   * The events that close a run whose messages are all stored but whose stream was cut (its worker died after the
+   * checkpoint write, before the frames): `agent_start` (the resumption, as for any retried run), `message_start` and
+   * `message_end` of each stored message of the run the stream lacks, and `agent_end` with the stored outcome.
+   */
+  private async closingEvents(
+    runId: string,
+    outcome: RunOutcome,
+    messages: readonly Message[],
+    pending: AgentEndEvent['pending'],
+  ): Promise<AgentEvent[]> {
+    const { rows } = await this.internal.pool.query<{ frame: string }>(
+      `SELECT frame FROM ${this.internal.logTable} WHERE run_id = $1 AND NOT compact AND NOT terminal ORDER BY seq`,
+      [runId],
+    );
+    const streamed = new Set<string>();
+    for (const { frame } of rows) {
+      const event = JSON.parse(frame) as AgentEvent;
+      if (event.type === 'message_end') streamed.add(canonicalJson(event.message));
+    }
+    const events: AgentEvent[] = [{ type: 'agent_start', runId }];
+    for (const message of messages) {
+      if (streamed.has(canonicalJson(message))) continue; // key order aside (a JSONB store reorders keys)
+      events.push({ type: 'message_start', runId, message }, { type: 'message_end', runId, message });
+    }
+    const usage = messages.reduce((sum, m) => (m.role === 'assistant' ? addUsage(sum, m.usage) : sum), EMPTY_USAGE);
+    events.push({
+      type: 'agent_end',
+      runId,
+      messages,
+      outcome,
+      usage,
+      ...(pending !== undefined && pending.length > 0 ? { pending } : {}),
+    });
+    return events;
   }
 
   /**
@@ -331,11 +384,18 @@ class RunExecutor {
  * suspended or finished (its outcome); else `resume$` — the Agent's restore closed the interrupted tool calls
  * (`interrupted` results; approved idempotent calls run again).
  */
+/** A run that had reached its end before its worker was lost: what its stream still needs. */
+interface Finished {
+  readonly outcome: RunOutcome;
+  readonly messages: readonly Message[];
+  readonly pending: AgentEndEvent['pending'];
+}
+
 function chooseRun(
   agent: Agent,
   row: RunRow,
   baseCount: number,
-): ((options: RunOptions) => Observable<AgentEvent>) | RunOutcome {
+): ((options: RunOptions) => Observable<AgentEvent>) | Finished {
   const request = row.request;
   if (request.kind === 'respond') {
     if (agent.pending.some((pending) => pending.requestId === request.requestId)) {
@@ -345,9 +405,14 @@ function chooseRun(
   } else if (agent.state.messages.length <= baseCount) {
     return (options) => agent.prompt$(request.input as string | Message | readonly Message[], options);
   }
-  if (agent.pending.length > 0) return 'suspended';
+  const messages = agent.state.messages.slice(baseCount);
+  if (agent.pending.length > 0) return { outcome: 'suspended', messages, pending: agent.pending };
   const last = agent.state.messages.at(-1);
-  if (last?.role === 'assistant' && last.stopReason !== 'toolUse') return 'completed';
+  if (last?.role === 'assistant' && last.stopReason !== 'toolUse') {
+    // The run had reached its end before the worker was lost: its outcome is what its last answer says.
+    const outcome = last.stopReason === 'aborted' ? 'cancelled' : last.stopReason === 'error' ? 'failed' : 'completed';
+    return { outcome, messages, pending: undefined };
+  }
   return (options) => resumeOrNothing(agent, options);
 }
 

@@ -174,7 +174,10 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
     const events = lastValueFrom(queue.events(runId).pipe(toArray()));
     await new Promise<void>((resolve) => {
       const sub = queue.events(runId).subscribe((e) => {
-        if (e.type === 'message_update') (sub.unsubscribe(), resolve());
+        if (e.type === 'message_update') {
+          sub.unsubscribe();
+          resolve();
+        }
       });
     });
     await worker.stop({ graceMs: 20 });
@@ -187,6 +190,51 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
     expect(await queue.run(later)).toMatchObject({ status: 'queued' });
     await start();
     expect((await all(later)).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+  });
+
+  it('a run lost after its answer was stored, before it was streamed, is closed from the checkpoint, not rerun', async () => {
+    const runId = await queue.enqueue({ threadId: 'k', agent: 'notes', input: 'finish me' });
+    // What a worker that died left: the thread has the whole run, the stream stops inside the answer.
+    await pool.query(
+      `UPDATE "${schema}".cubepi_runs SET status = 'running', attempts = 1, base_count = 0, worker = 'gone' WHERE run_id = $1`,
+      [runId],
+    );
+    const first = await lastValueFrom(
+      queueAgents({ pool, schema }).notes!('k').prompt$('finish me', { runId }).pipe(toArray()),
+    );
+    const answerStart = first.findLastIndex((e) => e.type === 'message_start');
+    const cut = first.slice(0, answerStart + 2);
+    await queue.log.appendRunEvents(
+      runId,
+      cut.map((event, i) => ({ kind: 'event', seq: i + 1, event: { ...event, seq: i + 1 } })),
+    );
+    await start();
+    const events = await all(runId);
+    expect(events.slice(0, cut.length).map((e) => e.type)).toEqual(cut.map((e) => e.type));
+    const rest = events.slice(cut.length);
+    expect(rest.map((e) => e.type)).toEqual(['agent_start', 'message_start', 'message_end', 'agent_end']);
+    expect(rest[2]).toMatchObject({
+      message: { role: 'assistant', content: [{ type: 'text', text: 'done finish me' }] },
+    });
+    expect(rest[3]).toMatchObject({ outcome: 'completed', messages: { length: 4 } });
+    expect(await queue.run(runId)).toMatchObject({ status: 'ended', outcome: 'completed', attempts: 2 });
+    // Nothing ran again: the tool's effect is the first attempt's only, the transcript unchanged.
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".effects WHERE thread_id = 'k'`);
+    expect(rows[0]).toEqual({ n: 1 });
+    expect(await texts('k')).toHaveLength(4);
+  });
+
+  it('deleteRunsBefore deletes ended runs with their events, never a queued one', async () => {
+    await start();
+    const ended = await queue.enqueue({ threadId: 'h', agent: 'notes', input: 'old' });
+    await all(ended);
+    await workers.splice(0)[0]!.stop({ graceMs: 0 });
+    const queued = await queue.enqueue({ threadId: 'h2', agent: 'notes', input: 'waiting' });
+    expect(await queue.deleteRunsBefore(new Date(Date.now() - 60_000))).toBe(0);
+    expect(await queue.deleteRunsBefore(new Date(Date.now() + 60_000))).toBe(1);
+    expect(await queue.run(ended)).toBeUndefined();
+    expect(await queue.log.lastSeq(ended)).toBe(0);
+    expect(await queue.run(queued)).toMatchObject({ status: 'queued' });
   });
 
   it('refuses bad requests with InvalidInputError and unknown runs with unknown_run', async () => {

@@ -1,0 +1,339 @@
+// The queue across real processes on the real PostgreSQL: worker processes take runs that this process (the API role)
+// enqueues. 300 runs over 50 threads on 3 workers; `kill -9` of a worker mid-run (seeded); cancel from here stopping
+// a run on a worker (its model's HTTP request closed); SIGTERM draining a worker; an approval suspended on one worker
+// answered from here and resumed on another.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+import { lastValueFrom, toArray } from 'rxjs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Message } from 'cubepi';
+import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
+import { createRunQueue, type RunQueue, type WireFrame } from 'cubepi/worker';
+import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
+import { openaiText } from '../cli/wire.js';
+import { createEffectsTable } from './fixtures/queue-agents.js';
+
+requirePostgres();
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const workerScript = fileURLToPath(new URL('./fixtures/worker-process.ts', import.meta.url));
+
+interface WorkerProcess {
+  readonly id: string;
+  readonly child: ChildProcess;
+  readonly ready: Promise<void>;
+  readonly exited: Promise<number | null>;
+  output(): string;
+}
+
+interface WorkerSpec {
+  concurrency?: number;
+  delayMs?: number;
+  toolMs?: number;
+  graceMs?: number;
+  modelUrl?: string;
+}
+
+/** A deterministic PRNG (mulberry32), so a failing seed can be rerun. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe.skipIf(!pgAvailable)('run queue across processes', () => {
+  let pool: pg.Pool;
+  let schema: string;
+  let queue: RunQueue;
+  let processes: WorkerProcess[] = [];
+
+  beforeEach(async () => {
+    schema = uniqueSchema('so');
+    pool = testPool({ max: 8 });
+    await createEffectsTable(pool, schema);
+    queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss` });
+    await queue.start();
+  });
+  afterEach(async () => {
+    for (const worker of processes) worker.child.kill('SIGKILL');
+    await Promise.all(processes.map((worker) => worker.exited));
+    processes = [];
+    await queue.close();
+    await dropSchema(pool, schema);
+    await dropSchema(pool, `${schema}_boss`);
+    await pool.end();
+  });
+
+  function spawnWorker(id: string, spec: WorkerSpec = {}): WorkerProcess {
+    const args = [
+      schema,
+      `${schema}_boss`,
+      id,
+      String(spec.concurrency ?? 4),
+      String(spec.delayMs ?? 1),
+      String(spec.toolMs ?? 2),
+      String(spec.graceMs ?? 10_000),
+    ];
+    const child = spawn(process.execPath, ['--import', 'tsx', workerScript, ...args], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...(spec.modelUrl === undefined ? {} : { MODEL_URL: spec.modelUrl }) },
+    });
+    let output = '';
+    let markReady!: () => void;
+    let failReady!: (error: Error) => void;
+    const ready = new Promise<void>((resolve, reject) => ((markReady = resolve), (failReady = reject)));
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('ready\n')) markReady();
+    });
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const worker = { id, child, ready, exited, output: () => output };
+    processes.push(worker);
+    // A worker that dies before it is ready fails the test with what it printed.
+    void exited.then((code) => failReady(new Error(`worker ${id} exited (${String(code)}) before ready:\n${output}`)));
+    return worker;
+  }
+
+  async function openRuns(): Promise<number> {
+    const { rows } = await pool.query<{ n: string }>(
+      `SELECT count(*) AS n FROM "${schema}".cubepi_runs WHERE status <> 'ended'`,
+    );
+    return Number(rows[0]!.n);
+  }
+
+  async function waitUntil(what: string, check: () => Promise<boolean>, ms = 90_000): Promise<void> {
+    const until = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+      await sleep(100);
+    }
+  }
+
+  const framesOf = (runId: string) => lastValueFrom(queue.frames(runId).pipe(toArray()));
+
+  /** A run's stream: seqs 1…n without a hole, one terminal `end` frame last, its last event a completed agent_end. */
+  function expectWholeStream(frames: WireFrame[], outcome = 'completed'): void {
+    expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
+    expect(frames.at(-1)?.kind).toBe('end');
+    const events = frames.flatMap((f) => (f.kind === 'event' ? [f.event] : []));
+    expect(events[0]?.type).toBe('agent_start');
+    expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome });
+  }
+
+  const textOf = (message: Message): string =>
+    typeof message.content === 'string'
+      ? message.content
+      : message.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
+
+  /**
+   * A thread's transcript: its prompts in the order enqueued, each exactly once and answered `done <prompt>`; every
+   * tool call with exactly one result.
+   */
+  async function expectValidThread(threadId: string, prompts: readonly string[]): Promise<void> {
+    const thread = await new PostgresCheckpointer(pool, { schema }).load(threadId);
+    const messages = thread?.messages ?? [];
+    expect(messages.filter((m) => m.role === 'user').map(textOf)).toEqual(prompts);
+    const calls = messages.flatMap((m) =>
+      m.role === 'assistant' ? m.content.flatMap((c) => (c.type === 'toolCall' ? [c.id] : [])) : [],
+    );
+    const results = messages.flatMap((m) => (m.role === 'toolResult' ? [m.toolCallId] : []));
+    expect(results.slice().sort()).toEqual(calls.slice().sort());
+    expect(new Set(results).size).toBe(results.length);
+    const answers = messages.filter((m) => m.role === 'assistant' && m.stopReason === 'stop').map(textOf);
+    expect(answers).toEqual(prompts.map((p) => `done ${p}`));
+  }
+
+  async function effects(): Promise<Map<string, number>> {
+    const { rows } = await pool.query<{ text: string; n: string }>(
+      `SELECT text, count(*) AS n FROM "${schema}".effects GROUP BY text`,
+    );
+    return new Map(rows.map((r) => [r.text, Number(r.n)]));
+  }
+
+  it('3 workers run 300 runs over 50 threads: each once, in order per thread, transcripts valid', async () => {
+    const workers = ['w1', 'w2', 'w3'].map((id) => spawnWorker(id));
+    await Promise.all(workers.map((w) => w.ready));
+    const prompts = new Map<string, string[]>();
+    const runIds: string[] = [];
+    for (let r = 0; r < 6; r++) {
+      for (let t = 0; t < 50; t++) {
+        const threadId = `thread-${t}`;
+        const prompt = `t${t}-r${r}`;
+        prompts.set(threadId, [...(prompts.get(threadId) ?? []), prompt]);
+        runIds.push(await queue.enqueue({ threadId, agent: 'notes', input: prompt }));
+      }
+    }
+    await waitUntil('every run ended', async () => (await openRuns()) === 0, 150_000);
+    const byWorker = new Map<string, number>();
+    for (const runId of runIds) {
+      const run = await queue.run(runId);
+      expect(run).toMatchObject({ status: 'ended', outcome: 'completed', attempts: 1 });
+      byWorker.set(run!.worker!, (byWorker.get(run!.worker!) ?? 0) + 1);
+      expectWholeStream(await framesOf(runId));
+    }
+    // Every worker took a share.
+    expect([...byWorker.keys()].sort()).toEqual(['w1', 'w2', 'w3']);
+    for (const [threadId, list] of prompts) await expectValidThread(threadId, list);
+    const done = await effects();
+    expect(done.size).toBe(300);
+    expect([...done.values()].every((n) => n === 1)).toBe(true);
+  }, 180_000);
+
+  it.each([11, 23, 37])(
+    'kill -9 of a worker mid-run (seed %i): its runs finish elsewhere, nothing lost, nothing acknowledged runs twice',
+    async (seed) => {
+      const rand = random(seed);
+      const ids = ['k1', 'k2', 'k3'];
+      const workers = ids.map((id) => spawnWorker(id, { delayMs: 4, toolMs: 60, concurrency: 3 }));
+      await Promise.all(workers.map((w) => w.ready));
+      const victim = workers[Math.floor(rand() * workers.length)]!;
+      const prompts = new Map<string, string[]>();
+      const runIds: string[] = [];
+      for (let r = 0; r < 3; r++) {
+        for (let t = 0; t < 15; t++) {
+          const threadId = `thread-${t}`;
+          const prompt = `t${t}-r${r}`;
+          prompts.set(threadId, [...(prompts.get(threadId) ?? []), prompt]);
+          runIds.push(await queue.enqueue({ threadId, agent: 'notes', input: prompt }));
+        }
+      }
+      // Mid-run: the victim holds runs, some runs have ended.
+      await waitUntil('the victim is running runs', async () => {
+        const { rows } = await pool.query<{ n: string }>(
+          `SELECT count(*) AS n FROM "${schema}".cubepi_runs WHERE status = 'running' AND worker = $1`,
+          [victim.id],
+        );
+        return Number(rows[0]!.n) > 0;
+      });
+      await sleep(Math.floor(rand() * 150));
+      const { rows: endedBefore } = await pool.query<{ run_id: string }>(
+        `SELECT run_id FROM "${schema}".cubepi_runs WHERE status = 'ended'`,
+      );
+      victim.child.kill('SIGKILL');
+      await victim.exited;
+      const { rows: held } = await pool.query<{ run_id: string }>(
+        `SELECT run_id FROM "${schema}".cubepi_runs WHERE status = 'running' AND worker = $1`,
+        [victim.id],
+      );
+      expect(held.length).toBeGreaterThan(0);
+      await waitUntil('every run ended', async () => (await openRuns()) === 0, 120_000);
+
+      for (const runId of runIds) {
+        const run = await queue.run(runId);
+        expect(run).toMatchObject({ status: 'ended', outcome: 'completed' });
+        expectWholeStream(await framesOf(runId));
+      }
+      // The victim's runs were taken again, by a survivor; runs acknowledged before the kill were not.
+      for (const { run_id } of held) {
+        const run = await queue.run(run_id);
+        expect(run!.attempts).toBe(2);
+        expect(run!.worker).not.toBe(victim.id);
+      }
+      for (const { run_id } of endedBefore) expect((await queue.run(run_id))!.attempts).toBe(1);
+      // Every prompt once, in order, every call with one result; a `note` call never ran twice (an interrupted one
+      // may have run once or not at all).
+      for (const [threadId, list] of prompts) await expectValidThread(threadId, list);
+      const done = await effects();
+      expect([...done.values()].every((n) => n === 1)).toBe(true);
+      const heldPrompts = new Set<string>();
+      for (const { run_id } of held) {
+        const { rows } = await pool.query<{ request: { input: string } }>(
+          `SELECT request FROM "${schema}".cubepi_runs WHERE run_id = $1`,
+          [run_id],
+        );
+        heldPrompts.add(rows[0]!.request.input);
+      }
+      for (const list of prompts.values()) {
+        for (const prompt of list) if (!heldPrompts.has(prompt)) expect(done.get(prompt)).toBe(1);
+      }
+    },
+    180_000,
+  );
+
+  it("cancel from this process stops a run on a worker: the model's HTTP request is closed", async () => {
+    let requestClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (requestClosed = resolve));
+    let requested!: () => void;
+    const gotRequest = new Promise<void>((resolve) => (requested = resolve));
+    const model: Server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(openaiText('Thinking about it, slowly', { partial: true })); // and never more
+      res.on('close', () => requestClosed());
+      requested();
+    });
+    await new Promise<void>((resolve) => model.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+      const worker = spawnWorker('c1', { modelUrl: url });
+      await worker.ready;
+      const runId = await queue.enqueue({ threadId: 'cancel-me', agent: 'wire', input: 'Tell me a long story' });
+      const frames = framesOf(runId);
+      await gotRequest;
+      expect(await queue.cancel(runId, 'stop pressed')).toBe(true);
+      await closed; // the worker aborted the model's request
+      const all = await frames;
+      expectWholeStream(all, 'cancelled');
+      const ends = all.flatMap((f) => (f.kind === 'event' && f.event.type === 'message_end' ? [f.event.message] : []));
+      expect(ends.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });
+      expect(await queue.run(runId)).toMatchObject({ outcome: 'cancelled', worker: 'c1', cancelRequested: true });
+    } finally {
+      model.closeAllConnections();
+      await new Promise<void>((resolve) => model.close(() => resolve()));
+    }
+  }, 60_000);
+
+  it('SIGTERM drains a worker: it takes no new run, finishes the running one, and exits 0', async () => {
+    const draining = spawnWorker('d1', { delayMs: 25, toolMs: 300, graceMs: 20_000 });
+    await draining.ready;
+    const first = await queue.enqueue({ threadId: 'drain-1', agent: 'notes', input: 'the first one' });
+    await waitUntil('the run started', async () => (await queue.run(first))!.status === 'running');
+    draining.child.kill('SIGTERM');
+    await sleep(300); // the worker has stopped fetching
+    const second = await queue.enqueue({ threadId: 'drain-2', agent: 'notes', input: 'the second one' });
+    expect(await draining.exited).toBe(0);
+    expect(draining.output()).toContain('drained');
+    expect(await queue.run(first)).toMatchObject({ status: 'ended', outcome: 'completed', worker: 'd1' });
+    expectWholeStream(await framesOf(first));
+    expect(await queue.run(second)).toMatchObject({ status: 'queued', attempts: 0 });
+    const other = spawnWorker('d2');
+    await other.ready;
+    expectWholeStream(await framesOf(second));
+    expect(await queue.run(second)).toMatchObject({ outcome: 'completed', worker: 'd2' });
+  }, 90_000);
+
+  it('an approval suspended on one worker, answered from this process, resumes on another worker', async () => {
+    const first = spawnWorker('a1');
+    await first.ready;
+    const runId = await queue.enqueue({ threadId: 'approve-me', agent: 'guarded', input: 'ask for a day off' });
+    const frames = await framesOf(runId);
+    expectWholeStream(frames, 'suspended');
+    const request = frames.flatMap((f) =>
+      f.kind === 'event' && f.event.type === 'approval_requested' ? [f.event] : [],
+    );
+    expect(request).toHaveLength(1);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    const second = spawnWorker('a2');
+    await second.ready;
+    const resumed = await queue.enqueue({
+      threadId: 'approve-me',
+      agent: 'guarded',
+      respond: { requestId: request[0]!.requestId, answer: { approve: true } },
+    });
+    expectWholeStream(await framesOf(resumed));
+    expect(await queue.run(resumed)).toMatchObject({ outcome: 'completed', worker: 'a2' });
+    await expectValidThread('approve-me', ['ask for a day off']);
+  }, 90_000);
+});
