@@ -221,4 +221,14 @@ describe('import direction', () => {
     const reached = [...closure('src/tracing/index.ts')].flatMap((path) => files.get(path)?.bare ?? []);
     expect(reached).toContain('@opentelemetry/api');
   });
+
+  it('cubepi/server reaches neither pg nor pg-boss (it runs on edge runtimes; the queue server is structural)', () => {
+    const reached = [...closure('src/server/index.ts')].flatMap((path) =>
+      [...(files.get(path)?.bare ?? []), ...(files.get(path)?.typeOnly ?? [])]
+        .filter((specifier) => /^(pg|pg-boss)(\/|$)/.test(specifier))
+        .map((specifier) => `${path} → ${specifier}`),
+    );
+    expect(closure('src/server/index.ts')).toContain('src/server/queue-server.ts');
+    expect(reached).toEqual([]);
+  });
 });

@@ -32,8 +32,12 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
   ),
   trace: entry('list | show traces from a local trace file', async () => (await import('./trace-command.js')).traceCli),
   serve: entry(
-    'a chat page and the agent server behind it (HTTP, SSE, WebSocket)',
+    'a chat page and the agent server behind it (HTTP, SSE, WebSocket); --queue: on a run queue',
     async () => (await import('./serve-command.js')).serveCommand,
+  ),
+  worker: entry(
+    'run the agent for runs queued on PostgreSQL (cubepi serve --queue)',
+    async () => (await import('./worker-command.js')).workerCommand,
   ),
 };
 

@@ -117,7 +117,7 @@ async function importDriver<T>(load: () => Promise<T>, driver: string, what: str
 }
 
 /** The innermost message of an error chain (the driver's, not our wrapper's). */
-function causeOf(error: unknown): string {
+export function causeOf(error: unknown): string {
   let e = error;
   while (e instanceof Error && e.cause !== undefined) e = e.cause;
   const message = e instanceof Error ? e.message || (e as NodeJS.ErrnoException).code || e.name : String(e);

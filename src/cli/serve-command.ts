@@ -1,6 +1,7 @@
 /**
  * `cubepi serve`: a chat page and the agent server behind it (`cubepi/server`), threads stored where the other
- * commands keep them (`--db`, `CUBEPI_DB`, else SQLite at `.cubepi/threads.db`). Loopback by default; any other
+ * commands keep them (`--db`, `CUBEPI_DB`, else SQLite at `.cubepi/threads.db`). With `--queue postgres://…` it is an
+ * API node on a run queue instead (`createQueueServer`): `cubepi worker` processes run the agent. Loopback by default; any other
  * address needs `--auth-token`. The model is chosen like `cubepi run`'s; offline, a scripted demo model streams its
  * answers slowly enough to watch, reports tool progress, and asks for approval before its guarded tool.
  * @module
@@ -10,17 +11,21 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { dirname, extname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
-import { Agent, defineTool, ToolGuard, type AnyAgentTool, type Checkpointer, type Message } from '../index.js';
-import { attachWebSocket, createAgentServer, toNodeListener } from '../server/index.js';
-import { FauxProvider, fauxMessage, fauxToolCall } from '../testing/index.js';
+import {
+  attachWebSocket,
+  createAgentServer,
+  createQueueServer,
+  toNodeListener,
+  type HttpAgentServer,
+} from '../server/index.js';
 import { parseDelay } from './agent-setup.js';
-import { chooseModel, type ModelChoice } from './choose-model.js';
+import { chooseModel } from './choose-model.js';
 import { EXIT, usageError } from './cli-error.js';
 import type { Command } from './command.js';
 import { openCheckpointer, storeSpec } from './open-checkpointer.js';
+import { openQueue } from './open-queue.js';
 import { parseCommandArgs } from './parse-options.js';
-import { builtinTools } from './tools/builtin-tools.js';
+import { serveAgent } from './serve-agent.js';
 
 const HELP = `Usage: cubepi serve [options]
 
@@ -37,6 +42,9 @@ Options:
                         as http://host:port/#token=<token>
   --cors-origin <url>   allow this page origin to call the API (repeatable)
   --delay <ms>          pause between streamed chunks of the offline demo model (default 25)
+  --queue <url>         serve runs queued on PostgreSQL (postgres://…[?schema=<name>]) instead of running the
+                        agent here: cubepi worker runs them; no --db, --provider, --model or --delay then
+  --agent <name>        with --queue, the agent name runs are queued for (default "default")
   -h, --help            show this help`;
 
 /** Where `app.js`, `app.css` and `index.html` were built (`dist/page`, two levels above `dist/src/cli`). */
@@ -69,6 +77,8 @@ export const serveCommand: Command = async (args, context) => {
       'auth-token': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
       delay: { type: 'string' },
+      queue: { type: 'string' },
+      agent: { type: 'string' },
       debug: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -89,16 +99,48 @@ export const serveCommand: Command = async (args, context) => {
       `serve: binding ${values.host} exposes the agent to the network: set --auth-token (16+ characters)`,
     );
   }
-  const choice = await chooseModel({ provider: values.provider, model: values.model, delayMs }, context.env);
-  const store = await openCheckpointer(storeSpec(values.db, context.env), context.cwd);
-  const checkpointer = store.checkpointer;
-  const server = createAgentServer({
-    agent: (threadId) => serveAgent(choice, checkpointer, threadId, delayMs, context.cwd),
-    checkpointer,
-    authToken: token,
-    cors: { origins: values['cors-origin'] ?? [] },
-    basePath: '/api',
-  });
+  const cors = { origins: values['cors-origin'] ?? [] };
+  let server: HttpAgentServer;
+  let served: string;
+  let closeStore: () => Promise<void>;
+  let notice: string | undefined;
+  if (values.queue !== undefined) {
+    for (const option of ['db', 'provider', 'model', 'delay'] as const) {
+      if (values[option] !== undefined) {
+        throw usageError(`serve: --${option} configures the agent, which runs in cubepi worker with --queue`);
+      }
+    }
+    const agent = values.agent ?? 'default';
+    if (agent === '') throw usageError('serve: --agent must not be empty');
+    const opened = await openQueue('serve', values.queue, context.cwd);
+    server = createQueueServer({
+      queue: opened.queue,
+      agent,
+      checkpointer: opened.store.checkpointer,
+      authToken: token,
+      cors,
+      basePath: '/api',
+    });
+    served = `runs of "${agent}" queued on ${opened.description}, run by cubepi worker`;
+    closeStore = () => opened.close();
+  } else {
+    if (values.agent !== undefined) throw usageError('serve: --agent names the queued agent: use it with --queue');
+    const choice = await chooseModel({ provider: values.provider, model: values.model, delayMs }, context.env);
+    const store = await openCheckpointer(storeSpec(values.db, context.env), context.cwd);
+    const checkpointer = store.checkpointer;
+    server = createAgentServer({
+      agent: (threadId) => serveAgent(choice, checkpointer, threadId, delayMs, context.cwd),
+      checkpointer,
+      authToken: token,
+      cors,
+      basePath: '/api',
+    });
+    served = `model: ${choice.demo ? 'the offline demo' : `${choice.providerName} ${choice.model}`}; threads: ${store.description}`;
+    closeStore = async () => {
+      await checkpointer.close?.();
+    };
+    notice = choice.notice;
+  }
   const api = toNodeListener(server);
   const http = createServer((req, res) => {
     if (req.url?.startsWith('/api/') === true) api(req, res);
@@ -115,17 +157,15 @@ export const serveCommand: Command = async (args, context) => {
   });
   const { port: bound } = http.address() as AddressInfo;
   const host = values.host.includes(':') ? `[${values.host}]` : values.host;
-  if (choice.notice !== undefined) context.stderr.write(`${choice.notice}\n`);
+  if (notice !== undefined) context.stderr.write(`${notice}\n`);
   context.stdout.write(
-    `cubepi serve: http://${host}:${bound}/${token === undefined ? '' : '#token=<your token>'} ` +
-      `(model: ${choice.demo ? 'the offline demo' : `${choice.providerName} ${choice.model}`}; threads: ` +
-      `${store.description})\n`,
+    `cubepi serve: http://${host}:${bound}/${token === undefined ? '' : '#token=<your token>'} (${served})\n`,
   );
   return new Promise<number>((done) => {
     const stop = (code: number) => () => {
       server.close();
       http.closeAllConnections();
-      http.close(() => void Promise.resolve(checkpointer.close?.()).then(() => done(code)));
+      http.close(() => void closeStore().then(() => done(code)));
     };
     process.once('SIGINT', stop(EXIT.interrupted));
     process.once('SIGTERM', stop(EXIT.ok));
@@ -154,98 +194,4 @@ function serveStatic(req: IncomingMessage, res: ServerResponse): void {
     'cache-control': 'no-cache',
   });
   res.end(req.method === 'HEAD' ? undefined : body);
-}
-
-/** A tool that reports progress three times, then answers; cancellable at any moment. */
-const research = defineTool({
-  name: 'research',
-  description: 'Looks a topic up in the local notes',
-  parameters: z.object({ topic: z.string() }),
-  execute: async (_id, { topic }, { signal, onUpdate }) => {
-    for (const step of ['searching', 'reading', 'summarising']) {
-      onUpdate({ content: [{ type: 'text', text: `${step} ${topic}` }] });
-      await sleep(150, signal);
-    }
-    return { content: [{ type: 'text', text: `Notes on ${topic}: three entries found.` }] };
-  },
-});
-
-/** A tool that changes things: the page must approve each call. */
-const deleteNotes = defineTool({
-  name: 'delete_notes',
-  description: 'Deletes the notes on a topic',
-  parameters: z.object({ topic: z.string() }),
-  execute: async (_id, { topic }, { signal }) => {
-    await sleep(50, signal);
-    return { content: [{ type: 'text', text: `Deleted the notes on ${topic}.` }] };
-  },
-});
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((done, fail) => {
-    if (signal.aborted) return fail(signal.reason as Error);
-    const onAbort = () => (clearTimeout(timer), fail(signal.reason as Error));
-    const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), done()), ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** The last user prompt's text. */
-function lastPrompt(messages: readonly Message[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i]!;
-    if (message.role !== 'user') continue;
-    return typeof message.content === 'string'
-      ? message.content
-      : message.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
-  }
-  return '';
-}
-
-/**
- * The demo model, whatever the prompt: a prompt mentioning "delete" calls the guarded `delete_notes`; any other calls
- * `research` on it, then streams a long answer (about 100 chunks, `delayMs` apart: time to press Stop or reload).
- */
-function demoProvider(delayMs: number): FauxProvider {
-  const script = (messages: readonly Message[]) => {
-    const last = messages.at(-1);
-    const prompt = lastPrompt(messages);
-    const topic = prompt.slice(0, 40) || 'cubepi';
-    if (last?.role === 'user') {
-      const tool = /delete/i.test(prompt) ? 'delete_notes' : 'research';
-      return fauxMessage([fauxToolCall(tool, { topic })]);
-    }
-    const result =
-      last?.role === 'toolResult' ? last.content.map((b) => (b.type === 'text' ? b.text : '')).join('') : '';
-    const paragraphs = Array.from(
-      { length: 6 },
-      (_, i) => `Point ${i + 1}: this is the scripted demo model answering "${topic}", one small chunk at a time.`,
-    );
-    return fauxMessage(`${result}\n\n${paragraphs.join('\n')}\n\nDone.`);
-  };
-  // Enough turns for a long conversation: each prompt takes two model calls.
-  return new FauxProvider({ delayMs, chunkSize: 4, responses: Array.from({ length: 200 }, () => script) });
-}
-
-/**
- * A thread's agent: with the demo model, its two demo tools (`delete_notes` guarded); with a real model, the command's
- * read-only built-in tools confined to the working directory.
- */
-function serveAgent(
-  choice: ModelChoice,
-  checkpointer: Checkpointer,
-  threadId: string,
-  delayMs: number,
-  cwd: string,
-): Agent {
-  const tools: AnyAgentTool[] = choice.demo ? [research, deleteNotes] : builtinTools({ dir: cwd });
-  return new Agent({
-    provider: choice.demo ? demoProvider(delayMs) : choice.provider,
-    model: choice.demo ? 'faux' : choice.model,
-    systemPrompt: choice.demo ? 'You are the cubepi demo assistant.' : `You help with the files in ${cwd}.`,
-    tools,
-    middleware: [new ToolGuard({ policy: ToolGuard.byName({ ask: ['delete_notes'] }) })],
-    checkpointer,
-    threadId,
-  });
 }

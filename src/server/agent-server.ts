@@ -5,7 +5,6 @@
  * @module
  */
 import type { Agent } from '../agent/agent.js';
-import { threadIdProblem } from '../checkpoint/check-arguments.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
@@ -17,13 +16,24 @@ import {
   readChatRequest,
   uiMessageStreamResponse,
 } from './front-end-protocols.js';
-import { isAuthorized } from './auth.js';
-import { FrameReader, ResumeGoneError, sseChunk } from './frame-pump.js';
-import { errorResponse, HEARTBEAT, HttpError, json, readJsonBody, SSE_HEADERS } from './http.js';
+import { FrameReader, ResumeGoneError } from './frame-pump.js';
+import { HttpError, json, readJsonBody } from './http.js';
 import { RunRegistry } from './run-registry.js';
+import {
+  checkThread,
+  corsPolicy,
+  createFetchHandler,
+  positiveOption,
+  resolveServing,
+  resumePosition,
+  sseStreamResponse,
+  type HttpAgentServer,
+  type ServerSettings,
+  type ServingOptions,
+} from './routes.js';
 
 /** Options of {@link createAgentServer}. */
-export interface AgentServerOptions {
+export interface AgentServerOptions extends ServingOptions {
   /**
    * The agent of a thread: called once per thread id (then kept; see `maxAgents`). Give it a checkpointer and that
    * `threadId` so the thread survives restarts and eviction.
@@ -43,44 +53,16 @@ export interface AgentServerOptions {
   readonly maxFrames?: number | undefined;
   /** Agents kept in memory; the least recently used idle ones go first (default 1,000). */
   readonly maxAgents?: number | undefined;
-  /**
-   * A secret every request must present, as `Authorization: Bearer <token>` or the `access_token` query parameter
-   * (for `EventSource` and browser WebSockets, which cannot set headers). Compared in constant time. Without it, the
-   * server trusts whoever can reach it: bind it to loopback.
-   */
-  readonly authToken?: string | undefined;
-  /** The largest request body accepted, in bytes (default 1 MiB); larger ones get 413 and nothing runs. */
-  readonly maxBodyBytes?: number | undefined;
-  /** Cross-origin access for these origins (exact match, e.g. `https://app.example.com`); none by default. */
-  readonly cors?: { readonly origins: readonly string[] } | undefined;
-  /** A path prefix the routes live under, e.g. `/api/agent` (default: none). */
-  readonly basePath?: string | undefined;
-  /** A comment line sent on an idle SSE stream this often, so proxies keep it open (default 15,000 ms). */
-  readonly heartbeatMs?: number | undefined;
 }
 
 /** A running agent server: mount {@link fetch}, or `toNodeListener(server)` on Node. */
-export interface AgentServer {
-  /** Handles one request: the routes in docs/ui.md ("The wire protocol"). Never rejects: failures are responses. */
-  fetch(request: Request): Promise<Response>;
+export interface AgentServer extends HttpAgentServer {
   /** Stops every live run (unsubscribing: their requests aborted), ends every stream, forgets every run. */
   close(): void;
   /** @internal The registry, for the Node adapters. */
   readonly registry: RunRegistry;
-  /** @internal Resolved options, for the Node adapters. */
-  readonly settings: ServerSettings;
   /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
   readonly openRunStream: (runId: string, lastEventId: string | null) => FrameReader;
-  /** @internal The CORS headers for a request from `origin`, when it is allowed. */
-  readonly corsFor: (origin: string | null) => Record<string, string> | undefined;
-}
-
-/** @internal */
-export interface ServerSettings {
-  readonly authToken: string | undefined;
-  readonly basePath: string;
-  readonly heartbeatMs: number;
-  readonly maxBodyBytes: number;
 }
 
 /**
@@ -106,35 +88,6 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     retentionMs: options.retentionMs ?? 300_000,
     maxAgents: options.maxAgents ?? 1000,
   });
-  const origins = new Set(options.cors?.origins ?? []);
-
-  async function route(request: Request, url: URL): Promise<Response> {
-    const path = url.pathname.slice(settings.basePath.length);
-    const parts = path.split('/').filter((part) => part !== '');
-    const segments = parts.map(decodeSegment);
-    const method = request.method;
-    if (segments[0] === 'chat') {
-      if (segments.length === 1 && method === 'POST') return chat(request);
-      if (segments.length === 3 && segments[2] === 'stream' && method === 'GET') {
-        return resumeChat(checkThread(segments[1]));
-      }
-    } else if (segments[0] === 'ag-ui' && segments.length === 1 && method === 'POST') {
-      return agUi(request);
-    } else if (segments[0] === 'threads') {
-      if (segments.length === 1 && method === 'GET') return listThreads(url);
-      const threadId = checkThread(segments[1]);
-      if (segments.length === 2 && method === 'GET') return getThread(threadId);
-      if (segments.length === 3 && segments[2] === 'runs' && method === 'POST') return startRun(request, threadId);
-      if (segments.length === 4 && segments[2] === 'approvals' && method === 'POST') {
-        return answerApproval(request, threadId, segments[3]!);
-      }
-    } else if (segments[0] === 'runs' && segments.length >= 2) {
-      const runId = segments[1]!;
-      if (segments.length === 3 && segments[2] === 'events' && method === 'GET') return streamRun(request, url, runId);
-      if (segments.length === 2 && method === 'DELETE') return cancelRun(runId);
-    }
-    throw new HttpError(404, 'not_found', `no route ${method} ${path}`);
-  }
 
   async function startRun(request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
@@ -229,38 +182,23 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   }
 
   function streamRun(request: Request, url: URL, runId: string): Response {
-    const reader = openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'));
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const item = await reader.next();
-        if (item === null) controller.close();
-        else controller.enqueue(item === 'heartbeat' ? HEARTBEAT : sseChunk(item));
-      },
-      cancel() {
-        reader.stop();
-      },
-    });
-    return new Response(body, { status: 200, headers: SSE_HEADERS });
+    return sseStreamResponse(
+      openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after')),
+    );
   }
 
-  const corsFor = (origin: string | null) => (origin !== null && origins.has(origin) ? corsHeaders(origin) : undefined);
-
-  async function fetchHandler(request: Request): Promise<Response> {
-    const cors = corsFor(request.headers.get('origin'));
-    let response: Response;
-    try {
-      const url = new URL(request.url);
-      if (!url.pathname.startsWith(settings.basePath)) throw new HttpError(404, 'not_found', 'not found');
-      if (request.method === 'OPTIONS' && cors !== undefined) response = new Response(null, { status: 204 });
-      else if (!(await isAuthorized(request.headers.get('authorization'), url, settings.authToken))) {
-        throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
-      } else response = await route(request, url);
-    } catch (error) {
-      response = errorResponse(error);
-    }
-    if (cors !== undefined) for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
-    return response;
-  }
+  const corsFor = corsPolicy(options);
+  const fetchHandler = createFetchHandler(settings, corsFor, {
+    startRun,
+    answerApproval,
+    getThread,
+    listThreads,
+    cancelRun,
+    streamRun,
+    chat,
+    resumeChat,
+    agUi,
+  });
 
   return {
     fetch: fetchHandler,
@@ -276,61 +214,9 @@ function resolveSettings(options: AgentServerOptions): ServerSettings {
   if (typeof options !== 'object' || options === null || typeof options.agent !== 'function') {
     throw new ConfigurationError('createAgentServer: `agent` must be a function (threadId) => Agent');
   }
-  const positive = (name: string, value: number | undefined, min: number) => {
-    if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value >= min)) {
-      throw new ConfigurationError(`createAgentServer: \`${name}\` must be a number >= ${min}, got ${String(value)}`);
-    }
-  };
-  positive('flushMs', options.flushMs, 0);
-  positive('retentionMs', options.retentionMs, 0);
-  positive('maxFrames', options.maxFrames, 2);
-  positive('maxAgents', options.maxAgents, 1);
-  positive('maxBodyBytes', options.maxBodyBytes, 1);
-  positive('heartbeatMs', options.heartbeatMs, 1);
-  if (options.authToken !== undefined && (typeof options.authToken !== 'string' || options.authToken.length < 16)) {
-    throw new ConfigurationError('createAgentServer: `authToken` must be a string of at least 16 characters');
-  }
-  const basePath = (options.basePath ?? '').replace(/\/+$/, '');
-  if (basePath !== '' && !basePath.startsWith('/')) {
-    throw new ConfigurationError('createAgentServer: `basePath` must start with "/"');
-  }
-  return {
-    authToken: options.authToken,
-    basePath,
-    heartbeatMs: options.heartbeatMs ?? 15_000,
-    maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
-  };
-}
-
-function corsHeaders(origin: string): Record<string, string> {
-  return {
-    'access-control-allow-origin': origin,
-    'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
-    'access-control-allow-headers': 'authorization, content-type, last-event-id',
-    vary: 'origin',
-  };
-}
-
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw new HttpError(400, 'invalid_input', `malformed path segment: ${segment}`);
-  }
-}
-
-function checkThread(threadId: unknown): string {
-  const problem = threadIdProblem(threadId);
-  if (problem !== undefined) throw new HttpError(400, 'invalid_thread_id', problem);
-  return threadId as string;
-}
-
-/** The seq a resume starts after: `Last-Event-ID` or `?after=`, a non-negative integer (0 when absent). */
-function resumePosition(value: string | null): number {
-  if (value === null || value === '') return 0;
-  const seq = Number(value);
-  if (!Number.isSafeInteger(seq) || seq < 0) {
-    throw new HttpError(400, 'invalid_input', `Last-Event-ID must be a seq (a non-negative integer), got ${value}`);
-  }
-  return seq;
+  positiveOption('createAgentServer', 'flushMs', options.flushMs, 0);
+  positiveOption('createAgentServer', 'retentionMs', options.retentionMs, 0);
+  positiveOption('createAgentServer', 'maxFrames', options.maxFrames, 2);
+  positiveOption('createAgentServer', 'maxAgents', options.maxAgents, 1);
+  return resolveServing('createAgentServer', options);
 }

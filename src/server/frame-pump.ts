@@ -40,6 +40,20 @@ export function sseChunk(batch: readonly SentFrame[]): Uint8Array {
 export type PumpItem = readonly SentFrame[] | 'heartbeat' | null;
 
 /**
+ * One connection's reading of a run, whatever holds the run's frames (a {@link FrameReader} on a log in this process,
+ * an `ObservedFrameReader` on a run queue's stream): {@link next} as {@link FrameReader}'s.
+ * @internal
+ */
+export interface RunStreamReader {
+  /** The next frames to send, `'heartbeat'` after a quiet while, `null` at the end (rejects when the source fails). */
+  next(): Promise<PumpItem>;
+  /** Ends the reading: a pending {@link next} resolves with `null`. */
+  stop(): void;
+  /** True once the run's terminal frame was handed out (the stream ended with the run, not cut short). */
+  readonly finished: boolean;
+}
+
+/**
  * One connection's position in a run's log. {@link next} returns the frames after the position (in batches of at
  * most 512), waiting when there are none; `null` after the run's terminal frame, after {@link stop} (the client left)
  * or when the log is abandoned (the server closes); `'heartbeat'` after `heartbeatMs` without a frame.
@@ -48,10 +62,11 @@ export type PumpItem = readonly SentFrame[] | 'heartbeat' | null;
  * one listener and one timer, both released when the wait ends, however it ends.
  * @internal
  */
-export class FrameReader {
+export class FrameReader implements RunStreamReader {
   private cursor: number;
   private based = false;
   private done = false;
+  finished = false;
   private interrupt: (() => void) | undefined;
 
   /** Throws {@link ResumeGoneError} when the frames after `after` were dropped. */
@@ -97,7 +112,7 @@ export class FrameReader {
       const logged = batch[i]!;
       sent[i] = { logged, whole: logged.compact && !this.based };
       const frame = logged.frame;
-      if (frame.kind !== 'event') this.done = true;
+      if (frame.kind !== 'event') this.done = this.finished = true;
       else if (frame.event.type === 'message_update' || frame.event.type === 'message_start') this.based = true;
       else if (frame.event.type === 'message_end') this.based = false;
     }

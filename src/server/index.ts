@@ -1,9 +1,18 @@
 /**
  * `cubepi/server`: agents served over HTTP — runs started and streamed as Server-Sent Events or WebSocket frames,
- * resumable, cancellable, with approvals. A Fetch-style handler at the core (`createAgentServer`), mounted on Node by
- * `toNodeListener` and `attachWebSocket`. See `docs/ui.md`.
+ * resumable, cancellable, with approvals. A Fetch-style handler at the core (`createAgentServer` for agents in this
+ * process, `createQueueServer` for a run queue's workers), mounted on Node by `toNodeListener` and `attachWebSocket`.
+ * See `docs/ui.md`.
  * @module
  */
 export { createAgentServer, type AgentServer, type AgentServerOptions } from './agent-server.js';
+export {
+  createQueueServer,
+  type QueueRunRequest,
+  type QueueServer,
+  type QueueServerOptions,
+  type ServedRunQueue,
+} from './queue-server.js';
+export type { HttpAgentServer, ServingOptions } from './routes.js';
 export { attachWebSocket, toNodeListener, type WebSocketOptions } from './node.js';
 export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

@@ -6,14 +6,14 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
-import type { AgentServer } from './agent-server.js';
 import { isAuthorized } from './auth.js';
-import { FrameReader, jsonOf, sseChunk } from './frame-pump.js';
+import { jsonOf, sseChunk, type RunStreamReader } from './frame-pump.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
+import type { HttpAgentServer } from './routes.js';
 import type { WebSocket } from 'ws';
 
 /**
- * A Node `http` request listener serving `server`: each request becomes a Fetch `Request` (its body streamed, its
+ * A Node `http` request listener serving `server` (`createAgentServer`'s or `createQueueServer`'s): each request becomes a Fetch `Request` (its body streamed, its
  * signal aborted when the client goes away) and the `Response` is written back with the socket's back-pressure
  * respected (a stream waits for `drain`, so a slow client costs memory nowhere but in its own socket buffer). When the
  * client disconnects, its stream is cancelled.
@@ -21,7 +21,7 @@ import type { WebSocket } from 'ws';
  * @example
  * http.createServer(toNodeListener(server)).listen(8787, '127.0.0.1');
  */
-export function toNodeListener(server: AgentServer): (req: IncomingMessage, res: ServerResponse) => void {
+export function toNodeListener(server: HttpAgentServer): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     // A request Node parsed but Fetch refuses (a host header that makes no URL, …) gets 400; never a crash.
     serve(server, req, res).catch(() => {
@@ -31,7 +31,7 @@ export function toNodeListener(server: AgentServer): (req: IncomingMessage, res:
   };
 }
 
-async function serve(server: AgentServer, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function serve(server: HttpAgentServer, req: IncomingMessage, res: ServerResponse): Promise<void> {
   // The fan-out route, served straight on the socket: no Request, Headers, Response or stream per watcher.
   if (req.method === 'GET') {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -77,14 +77,14 @@ async function serve(server: AgentServer, req: IncomingMessage, res: ServerRespo
 
 /** `GET /runs/:id/events` as Server-Sent Events, written to the socket at its pace (the Fetch handler's route). */
 async function serveRunEvents(
-  server: AgentServer,
+  server: HttpAgentServer,
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
   segment: string,
 ): Promise<void> {
   const cors = server.corsFor(req.headers.origin ?? null);
-  let reader: FrameReader;
+  let reader: RunStreamReader;
   try {
     if (!(await isAuthorized(req.headers.authorization ?? null, url, server.settings.authToken))) {
       throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
@@ -96,7 +96,7 @@ async function serveRunEvents(
       throw new HttpError(400, 'invalid_input', `malformed path segment: ${segment}`);
     }
     const lastEventId = req.headers['last-event-id'];
-    reader = server.openRunStream(
+    reader = await server.openRunStream(
       runId,
       (Array.isArray(lastEventId) ? lastEventId[0] : lastEventId) ?? url.searchParams.get('after'),
     );
@@ -141,6 +141,14 @@ export interface WebSocketOptions {
 
 const RUN_EVENTS = /^\/runs\/([^/]+)\/events$/;
 
+/** The reason phrases of the statuses an upgrade is refused with. */
+const REASONS: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  404: 'Not Found',
+  410: 'Gone',
+  503: 'Service Unavailable',
+};
+
 /**
  * Serves run streams over WebSocket on `httpServer`: a client connects to `…/runs/ID/events?after=SEQ` (the
  * WebSocket form of `Last-Event-ID`; `access_token=` when a token is set) and receives the same frames as the SSE
@@ -153,13 +161,13 @@ const RUN_EVENTS = /^\/runs\/([^/]+)\/events$/;
  */
 export async function attachWebSocket(
   httpServer: Server,
-  server: AgentServer,
+  server: HttpAgentServer,
   options: WebSocketOptions = {},
 ): Promise<void> {
   const { WebSocketServer } = await import('ws');
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
   const highWaterMark = options.highWaterMark ?? 1_048_576;
-  const { basePath, authToken, heartbeatMs } = server.settings;
+  const { basePath, authToken } = server.settings;
   httpServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     let url: URL;
     try {
@@ -182,16 +190,15 @@ export async function attachWebSocket(
       } catch {
         return refuse(400, 'Bad Request');
       }
-      const log = server.registry.log(runId);
-      const after = Number(url.searchParams.get('after') ?? '0');
-      if (!Number.isSafeInteger(after) || after < 0) return refuse(400, 'Bad Request');
-      if (log === undefined) return refuse(404, 'Not Found');
-      let reader: FrameReader;
+      let reader: RunStreamReader;
       try {
-        reader = new FrameReader(log, after, heartbeatMs);
-      } catch {
-        return refuse(410, 'Gone');
+        reader = await server.openRunStream(runId, url.searchParams.get('after'));
+      } catch (error) {
+        if (error instanceof HttpError) return refuse(error.status, REASONS[error.status] ?? 'Error');
+        return refuse(500, 'Internal Server Error');
       }
+      // The client left while the stream was being opened.
+      if (socket.destroyed) return reader.stop();
       wss.handleUpgrade(req, socket, head, (ws) => {
         ws.once('close', () => reader.stop());
         ws.on('message', () => undefined);
@@ -205,8 +212,11 @@ export async function attachWebSocket(
               for (const sent of item) ws.send(jsonOf(sent));
               if (ws.bufferedAmount > highWaterMark) await sendQueueDrained(ws, highWaterMark);
             }
-            if (ws.readyState === ws.OPEN) ws.close(log.ended ? 1000 : 1012, log.ended ? 'run ended' : 'restarting');
+            if (ws.readyState === ws.OPEN) {
+              ws.close(reader.finished ? 1000 : 1012, reader.finished ? 'run ended' : 'restarting');
+            }
           } catch {
+            reader.stop();
             if (ws.readyState === ws.OPEN) ws.close(1011, 'resume gone');
           }
         })();

@@ -1,0 +1,245 @@
+/**
+ * `createQueueServer`: the agent server's routes and wire protocol on a run queue (`cubepi/worker`'s
+ * `createRunQueue`) instead of agents in this process — a stateless API node: any node serves any run, workers run
+ * them. Structural: this file knows the queue by its shape only, so `cubepi/server` stays free of `pg` and `pg-boss`.
+ * See `docs/ui.md` ("On a run queue").
+ * @module
+ */
+import type { Observable } from 'rxjs';
+import { decodeStoredExtra, APPROVALS_KEY } from '../agent/stored-extra.js';
+import type { Checkpointer } from '../checkpoint/checkpointer.js';
+import { ConfigurationError, StaleApprovalError } from '../types/errors.js';
+import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
+import type { Message } from '../types/messages.js';
+import type { WireFrame } from '../wire/frames.js';
+import { HttpError, json, readJsonBody } from './http.js';
+import { ObservedFrameReader } from './observed-frame-reader.js';
+import {
+  corsPolicy,
+  createFetchHandler,
+  resolveServing,
+  resumePosition,
+  sseStreamResponse,
+  type HttpAgentServer,
+  type ServingOptions,
+} from './routes.js';
+
+/** What the queue server enqueues: a prompt, or the answer to an approval request (`RunQueue.enqueue`'s request). */
+export type QueueRunRequest =
+  | { readonly threadId: string; readonly agent: string; readonly input: string | Message | readonly Message[] }
+  | {
+      readonly threadId: string;
+      readonly agent: string;
+      readonly respond: { readonly requestId: string; readonly answer: ApprovalAnswer };
+    };
+
+/**
+ * What {@link createQueueServer} needs of a run queue: the shape of `cubepi/worker`'s `RunQueue` (which satisfies it
+ * as it is), or of anything else that queues runs and streams their frames from any process.
+ */
+export interface ServedRunQueue {
+  /** Queues a run; resolves with its run id once it is committed. Rejects with `InvalidInputError` for bad input. */
+  enqueue(request: QueueRunRequest): Promise<string>;
+  /** Cancels a run wherever it is; `false` when it had ended. Rejects for an unknown run (`reason: 'unknown_run'`). */
+  cancel(runId: string, reason?: string): Promise<boolean>;
+  /** The run's frames after `after` (replay, then the live tail), its terminal frame last. Cold. */
+  frames(runId: string, options?: { readonly after?: number | undefined }): Observable<WireFrame>;
+  /** The run, or `undefined` for an unknown id. */
+  run(runId: string): Promise<{ readonly runId: string } | undefined>;
+  /**
+   * The thread's oldest run that has not ended; `baseCount` (the thread's messages when it started) once a worker
+   * started it.
+   */
+  activeRun(threadId: string): Promise<{ readonly runId: string; readonly baseCount: number | undefined } | undefined>;
+}
+
+/** Options of {@link createQueueServer}. */
+export interface QueueServerOptions extends ServingOptions {
+  /** The run queue (`createRunQueue` of `cubepi/worker`). The server never closes it. */
+  readonly queue: ServedRunQueue;
+  /** The name the workers know the agent by (`startWorker({ agents: { [name]: … } })`): every run is enqueued for it. */
+  readonly agent: string;
+  /** Where the workers' agents keep the threads: read for `GET /threads/:id` and `GET /threads`. */
+  readonly checkpointer: Checkpointer;
+}
+
+/** A server on a run queue: mount {@link fetch}, or `toNodeListener(server)` (and `attachWebSocket`) on Node. */
+export interface QueueServer extends HttpAgentServer {
+  /** Ends every stream the server is sending (the runs go on: they belong to the workers) and refuses new ones. */
+  close(): void;
+}
+
+/**
+ * Serves the agent server's routes on a run queue: `POST /threads/:id/runs` enqueues a prompt (201 `{ runId,
+ * threadId }`), `GET /runs/:id/events` streams the run's frames from the queue (SSE, resumable with `Last-Event-ID`;
+ * WebSocket with `attachWebSocket`), `DELETE /runs/:id` cancels it wherever it runs, `POST
+ * /threads/:id/approvals/:requestId` enqueues the answer (200 `{ runId, threadId }`), `GET /threads/:id` and `GET
+ * /threads` read the checkpointer. Holds no run and no agent: run any number of these behind a load balancer.
+ *
+ * Differences from `createAgentServer` (docs/ui.md, "On a run queue"): a prompt for a thread that has a run is queued
+ * behind it (not refused with 409); an answer that is not the last of its batch still gets a run id, whose stream is
+ * just its end; `POST /chat`, `GET /chat/:id/stream` and `POST /ag-ui` answer 501.
+ *
+ * Throws {@link ConfigurationError} for invalid options.
+ *
+ * @example
+ * const queue = createRunQueue({ connectionString: process.env.DATABASE_URL });
+ * const server = createQueueServer({ queue, agent: 'support', checkpointer: new PostgresCheckpointer(pool) });
+ * http.createServer(toNodeListener(server)).listen(8787, '127.0.0.1');
+ */
+export function createQueueServer(options: QueueServerOptions): QueueServer {
+  const settings = resolveServing('createQueueServer', checkOptions(options));
+  const { queue, agent, checkpointer } = options;
+  const readers = new Set<ObservedFrameReader>();
+  let closed = false;
+
+  const checkOpen = () => {
+    if (closed) throw new HttpError(503, 'closing', 'the server is closing');
+  };
+
+  async function startRun(request: Request, threadId: string): Promise<Response> {
+    checkOpen();
+    const body = await readJsonBody(request, settings.maxBodyBytes);
+    const input = (body as { input?: unknown } | null)?.input;
+    if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
+    const runId = await queue.enqueue({ threadId, agent, input: input as string | Message | readonly Message[] });
+    return json(201, { runId, threadId });
+  }
+
+  async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
+    checkOpen();
+    const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
+    // With no run ahead of it, the stored approvals are the truth: a stale answer is refused here, as in process.
+    // Behind a run, the request may not be stored yet (that run is suspending): the answer's own run decides.
+    if ((await queue.activeRun(threadId)) === undefined) {
+      const request = (await storedRequests(threadId)).find((r) => r.requestId === requestId);
+      if (request === undefined) throw new StaleApprovalError(requestId, 'unknown');
+      if (request.answer !== undefined) throw new StaleApprovalError(requestId, 'answered');
+    }
+    const runId = await queue.enqueue({ threadId, agent, respond: { requestId, answer } });
+    return json(200, { runId, threadId });
+  }
+
+  /** The approval requests of the thread's suspended batch (answered ones with their answer), from its checkpoint. */
+  async function storedRequests(
+    threadId: string,
+  ): Promise<readonly (ApprovalRequest & { answer?: ApprovalAnswer | undefined })[]> {
+    const stored = await checkpointer.load(threadId);
+    if (stored === null || stored.extra[APPROVALS_KEY] === undefined) return [];
+    return decodeStoredExtra(stored.extra).approvals?.requests ?? [];
+  }
+
+  async function getThread(threadId: string): Promise<Response> {
+    // The history up to the active run, read between two looks at that run: when both see the same run (or none), the
+    // stored messages were read while it was the thread's active run, so its `baseCount` cuts them where it began.
+    for (let attempt = 0; ; attempt++) {
+      const before = await queue.activeRun(threadId);
+      const stored = await checkpointer.load(threadId);
+      const active = await queue.activeRun(threadId);
+      if (before?.runId !== active?.runId && attempt < 3) continue;
+      const messages = stored?.messages ?? [];
+      const pending =
+        stored === null || stored.extra[APPROVALS_KEY] === undefined
+          ? []
+          : (decodeStoredExtra(stored.extra).approvals?.requests ?? []).filter((r) => r.answer === undefined);
+      return json(200, {
+        threadId,
+        messages: active?.baseCount === undefined ? messages : messages.slice(0, active.baseCount),
+        pending,
+        activeRunId: active?.runId ?? null,
+      });
+    }
+  }
+
+  async function listThreads(url: URL): Promise<Response> {
+    const limit = url.searchParams.get('limit');
+    const after = url.searchParams.get('after');
+    const threads = await checkpointer.listThreads({
+      ...(limit !== null ? { limit: Number(limit) } : {}),
+      ...(after !== null ? { after } : {}),
+    });
+    return json(200, { threads });
+  }
+
+  async function cancelRun(runId: string): Promise<Response> {
+    try {
+      return json(202, { runId, cancelled: await queue.cancel(runId, 'cancelled by a client') });
+    } catch (error) {
+      if (isUnknownRun(error)) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+      throw error;
+    }
+  }
+
+  /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run. */
+  async function openRunStream(runId: string, lastEventId: string | null): Promise<ObservedFrameReader> {
+    checkOpen();
+    const after = resumePosition(lastEventId);
+    if ((await queue.run(runId)) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    checkOpen();
+    const reader: ObservedFrameReader = new ObservedFrameReader(
+      queue.frames(runId, { after }),
+      settings.heartbeatMs,
+      () => readers.delete(reader),
+    );
+    readers.add(reader);
+    return reader;
+  }
+
+  async function streamRun(request: Request, url: URL, runId: string): Promise<Response> {
+    const lastEventId = request.headers.get('last-event-id') ?? url.searchParams.get('after');
+    return sseStreamResponse(await openRunStream(runId, lastEventId));
+  }
+
+  const notServed = (route: string) => async (): Promise<Response> => {
+    throw new HttpError(
+      501,
+      'not_implemented',
+      `${route} is not served on a run queue (createQueueServer): use POST /threads/:id/runs and GET /runs/:id/events`,
+    );
+  };
+
+  const corsFor = corsPolicy(options);
+  return {
+    fetch: createFetchHandler(settings, corsFor, {
+      startRun,
+      answerApproval,
+      getThread,
+      listThreads,
+      cancelRun,
+      streamRun,
+      chat: notServed('POST /chat'),
+      resumeChat: notServed('GET /chat/:id/stream'),
+      agUi: notServed('POST /ag-ui'),
+    }),
+    close() {
+      closed = true;
+      for (const reader of [...readers]) reader.stop();
+    },
+    settings,
+    openRunStream,
+    corsFor,
+  };
+}
+
+function checkOptions(options: QueueServerOptions): QueueServerOptions {
+  if (typeof options !== 'object' || options === null)
+    throw new ConfigurationError('createQueueServer: options needed');
+  const queue = options.queue as Partial<ServedRunQueue> | undefined;
+  const methods = ['enqueue', 'cancel', 'frames', 'run', 'activeRun'] as const;
+  if (typeof queue !== 'object' || queue === null || methods.some((name) => typeof queue[name] !== 'function')) {
+    throw new ConfigurationError('createQueueServer: `queue` must be a run queue (createRunQueue of cubepi/worker)');
+  }
+  if (typeof options.agent !== 'string' || options.agent === '') {
+    throw new ConfigurationError('createQueueServer: `agent` must name the agent the workers run (startWorker agents)');
+  }
+  const checkpointer = options.checkpointer as Partial<Checkpointer> | undefined;
+  if (typeof checkpointer?.load !== 'function' || typeof checkpointer.listThreads !== 'function') {
+    throw new ConfigurationError('createQueueServer: `checkpointer` must be the checkpointer the workers use');
+  }
+  return options;
+}
+
+/** A run queue's "no such run" (`RunQueueError` with `reason: 'unknown_run'`), recognised by its shape. */
+function isUnknownRun(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { reason?: unknown }).reason === 'unknown_run';
+}

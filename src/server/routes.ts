@@ -1,0 +1,223 @@
+/**
+ * The HTTP surface shared by every server of `cubepi/server` (`createAgentServer`, `createQueueServer`): the options
+ * about serving (token, CORS, body limit, base path, heartbeat), the route table of docs/ui.md ("The wire
+ * protocol"), and the checks every route makes. A server supplies the handlers; this file decides which one runs.
+ * @module
+ */
+import { threadIdProblem } from '../checkpoint/check-arguments.js';
+import { ConfigurationError } from '../types/errors.js';
+import { isAuthorized } from './auth.js';
+import { sseChunk, type RunStreamReader } from './frame-pump.js';
+import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
+
+/** How a server is served over HTTP: the options `createAgentServer` and `createQueueServer` share. */
+export interface ServingOptions {
+  /**
+   * A secret every request must present, as `Authorization: Bearer <token>` or the `access_token` query parameter
+   * (for `EventSource` and browser WebSockets, which cannot set headers). Compared in constant time. Without it, the
+   * server trusts whoever can reach it: bind it to loopback.
+   */
+  readonly authToken?: string | undefined;
+  /** The largest request body accepted, in bytes (default 1 MiB); larger ones get 413 and nothing runs. */
+  readonly maxBodyBytes?: number | undefined;
+  /** Cross-origin access for these origins (exact match, e.g. `https://app.example.com`); none by default. */
+  readonly cors?: { readonly origins: readonly string[] } | undefined;
+  /** A path prefix the routes live under, e.g. `/api/agent` (default: none). */
+  readonly basePath?: string | undefined;
+  /** A comment line sent on an idle SSE stream this often, so proxies keep it open (default 15,000 ms). */
+  readonly heartbeatMs?: number | undefined;
+}
+
+/** @internal */
+export interface ServerSettings {
+  readonly authToken: string | undefined;
+  readonly basePath: string;
+  readonly heartbeatMs: number;
+  readonly maxBodyBytes: number;
+}
+
+/**
+ * What the Node adapters (`toNodeListener`, `attachWebSocket`) serve: a server of `cubepi/server`, whichever runs
+ * its agents (`createAgentServer` in this process, `createQueueServer` on a run queue).
+ */
+export interface HttpAgentServer {
+  /** Handles one request: the routes in docs/ui.md ("The wire protocol"). Never rejects: failures are responses. */
+  fetch(request: Request): Promise<Response>;
+  /** Ends every stream the server is sending (and, in process, stops every live run). */
+  close(): void;
+  /** @internal Resolved options, for the Node adapters. */
+  readonly settings: ServerSettings;
+  /**
+   * @internal The run stream of `GET /runs/:id/events` (the Node adapters serve it without Fetch objects): a reader
+   * of the frames after `lastEventId`. Throws (or rejects with) an `HttpError`: 404 unknown run, 400 bad position,
+   * 410 resume point gone.
+   */
+  readonly openRunStream: (runId: string, lastEventId: string | null) => RunStreamReader | Promise<RunStreamReader>;
+  /** @internal The CORS headers for a request from `origin`, when it is allowed. */
+  readonly corsFor: (origin: string | null) => Record<string, string> | undefined;
+}
+
+/** The handlers of the routes, one per route (a server without a route answers it with its own error). @internal */
+export interface RouteHandlers {
+  /** `POST /threads/:id/runs` */
+  startRun(request: Request, threadId: string): Promise<Response>;
+  /** `POST /threads/:id/approvals/:requestId` */
+  answerApproval(request: Request, threadId: string, requestId: string): Promise<Response>;
+  /** `GET /threads/:id` */
+  getThread(threadId: string): Promise<Response>;
+  /** `GET /threads` */
+  listThreads(url: URL): Promise<Response>;
+  /** `DELETE /runs/:id` */
+  cancelRun(runId: string): Response | Promise<Response>;
+  /** `GET /runs/:id/events` */
+  streamRun(request: Request, url: URL, runId: string): Response | Promise<Response>;
+  /** `POST /chat` (the AI SDK's chat protocol) */
+  chat(request: Request): Promise<Response>;
+  /** `GET /chat/:id/stream` */
+  resumeChat(threadId: string): Response | Promise<Response>;
+  /** `POST /ag-ui` */
+  agUi(request: Request): Promise<Response>;
+}
+
+/**
+ * The options a server shares, checked (`ConfigurationError` naming `owner`, e.g. `createAgentServer`) and resolved.
+ * @internal
+ */
+export function resolveServing(owner: string, options: ServingOptions): ServerSettings {
+  positiveOption(owner, 'maxBodyBytes', options.maxBodyBytes, 1);
+  positiveOption(owner, 'heartbeatMs', options.heartbeatMs, 1);
+  if (options.authToken !== undefined && (typeof options.authToken !== 'string' || options.authToken.length < 16)) {
+    throw new ConfigurationError(`${owner}: \`authToken\` must be a string of at least 16 characters`);
+  }
+  const basePath = (options.basePath ?? '').replace(/\/+$/, '');
+  if (basePath !== '' && !basePath.startsWith('/')) {
+    throw new ConfigurationError(`${owner}: \`basePath\` must start with "/"`);
+  }
+  return {
+    authToken: options.authToken,
+    basePath,
+    heartbeatMs: options.heartbeatMs ?? 15_000,
+    maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
+  };
+}
+
+/** Throws `ConfigurationError` unless `value` is absent or a finite number `>= min`. @internal */
+export function positiveOption(owner: string, name: string, value: number | undefined, min: number): void {
+  if (value !== undefined && !(typeof value === 'number' && Number.isFinite(value) && value >= min)) {
+    throw new ConfigurationError(`${owner}: \`${name}\` must be a number >= ${min}, got ${String(value)}`);
+  }
+}
+
+/** The CORS headers of a request from `origin`, when `origins` allows it. @internal */
+export function corsPolicy(options: ServingOptions): (origin: string | null) => Record<string, string> | undefined {
+  const origins = new Set(options.cors?.origins ?? []);
+  return (origin) => (origin !== null && origins.has(origin) ? corsHeaders(origin) : undefined);
+}
+
+/**
+ * The Fetch handler of a server: the base path, CORS (preflight included), the token, then the route table; any
+ * failure becomes its error response (`errorResponse`). @internal
+ */
+export function createFetchHandler(
+  settings: ServerSettings,
+  corsFor: (origin: string | null) => Record<string, string> | undefined,
+  handlers: RouteHandlers,
+): (request: Request) => Promise<Response> {
+  async function route(request: Request, url: URL): Promise<Response> {
+    const path = url.pathname.slice(settings.basePath.length);
+    const parts = path.split('/').filter((part) => part !== '');
+    const segments = parts.map(decodeSegment);
+    const method = request.method;
+    if (segments[0] === 'chat') {
+      if (segments.length === 1 && method === 'POST') return handlers.chat(request);
+      if (segments.length === 3 && segments[2] === 'stream' && method === 'GET') {
+        return handlers.resumeChat(checkThread(segments[1]));
+      }
+    } else if (segments[0] === 'ag-ui' && segments.length === 1 && method === 'POST') {
+      return handlers.agUi(request);
+    } else if (segments[0] === 'threads') {
+      if (segments.length === 1 && method === 'GET') return handlers.listThreads(url);
+      const threadId = checkThread(segments[1]);
+      if (segments.length === 2 && method === 'GET') return handlers.getThread(threadId);
+      if (segments.length === 3 && segments[2] === 'runs' && method === 'POST') {
+        return handlers.startRun(request, threadId);
+      }
+      if (segments.length === 4 && segments[2] === 'approvals' && method === 'POST') {
+        return handlers.answerApproval(request, threadId, segments[3]!);
+      }
+    } else if (segments[0] === 'runs' && segments.length >= 2) {
+      const runId = segments[1]!;
+      if (segments.length === 3 && segments[2] === 'events' && method === 'GET') {
+        return handlers.streamRun(request, url, runId);
+      }
+      if (segments.length === 2 && method === 'DELETE') return handlers.cancelRun(runId);
+    }
+    throw new HttpError(404, 'not_found', `no route ${method} ${path}`);
+  }
+
+  return async (request) => {
+    const cors = corsFor(request.headers.get('origin'));
+    let response: Response;
+    try {
+      const url = new URL(request.url);
+      if (!url.pathname.startsWith(settings.basePath)) throw new HttpError(404, 'not_found', 'not found');
+      if (request.method === 'OPTIONS' && cors !== undefined) response = new Response(null, { status: 204 });
+      else if (!(await isAuthorized(request.headers.get('authorization'), url, settings.authToken))) {
+        throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
+      } else response = await route(request, url);
+    } catch (error) {
+      response = errorResponse(error);
+    }
+    if (cors !== undefined) for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
+    return response;
+  };
+}
+
+function corsHeaders(origin: string): Record<string, string> {
+  return {
+    'access-control-allow-origin': origin,
+    'access-control-allow-methods': 'GET, POST, DELETE, OPTIONS',
+    'access-control-allow-headers': 'authorization, content-type, last-event-id',
+    vary: 'origin',
+  };
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, 'invalid_input', `malformed path segment: ${segment}`);
+  }
+}
+
+/** The thread id of a route, checked like the checkpointers check it (400 `invalid_thread_id`). @internal */
+export function checkThread(threadId: unknown): string {
+  const problem = threadIdProblem(threadId);
+  if (problem !== undefined) throw new HttpError(400, 'invalid_thread_id', problem);
+  return threadId as string;
+}
+
+/** The seq a resume starts after: `Last-Event-ID` or `?after=`, a non-negative integer (0 when absent). @internal */
+export function resumePosition(value: string | null): number {
+  if (value === null || value === '') return 0;
+  const seq = Number(value);
+  if (!Number.isSafeInteger(seq) || seq < 0) {
+    throw new HttpError(400, 'invalid_input', `Last-Event-ID must be a seq (a non-negative integer), got ${value}`);
+  }
+  return seq;
+}
+
+/** `GET /runs/:id/events` over Fetch: the reader's frames as SSE, heartbeats when idle; cancelling stops it. @internal */
+export function sseStreamResponse(reader: RunStreamReader): Response {
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const item = await reader.next();
+      if (item === null) controller.close();
+      else controller.enqueue(item === 'heartbeat' ? HEARTBEAT : sseChunk(item));
+    },
+    cancel() {
+      reader.stop();
+    },
+  });
+  return new Response(body, { status: 200, headers: SSE_HEADERS });
+}
