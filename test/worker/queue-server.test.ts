@@ -30,6 +30,7 @@ import {
 } from 'cubepi/server';
 import { createRunQueue, startWorker, type RunQueue, type RunWorker } from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
+import { cuttingFetch, random } from './cutting-fetch.js';
 import { createEffectsTable, queueAgents } from './fixtures/queue-agents.js';
 
 requirePostgres();
@@ -38,46 +39,6 @@ const collect = <T>(source: Observable<T>) => lastValueFrom(source.pipe(toArray(
 
 function expectDense(events: readonly SequencedEvent[]): void {
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-}
-
-/** A small seeded generator (mulberry32), so a failing cut can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** A `fetch` whose event streams break (a network error) after a random number of bytes, each connection anew. */
-function cuttingFetch(next: () => number, connections: { count: number }): typeof fetch {
-  return async (input, init) => {
-    const response = await fetch(input, init);
-    if (!String(input instanceof Request ? input.url : input).endsWith('/events') || response.body === null) {
-      return response;
-    }
-    connections.count++;
-    const cutAt = 20 + Math.floor(next() * 4000);
-    let sent = 0;
-    const body = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          if (sent + chunk.byteLength <= cutAt) {
-            sent += chunk.byteLength;
-            controller.enqueue(chunk);
-            return;
-          }
-          controller.enqueue(chunk.subarray(0, cutAt - sent));
-          sent = cutAt;
-          controller.error(new TypeError('network connection lost'));
-        },
-      }),
-    );
-    return new Response(body, { status: response.status, headers: response.headers });
-  };
 }
 
 /** A prompt long enough that its answer streams in many frames. */

@@ -1,7 +1,8 @@
 // The queue across real processes on the real PostgreSQL: worker processes take runs that this process (the API role)
 // enqueues. 300 runs over 50 threads on 3 workers; `kill -9` of a worker mid-run (seeded); cancel from here stopping
-// a run on a worker (its model's HTTP request closed); SIGTERM draining a worker; an approval suspended on one worker
-// answered from here and resumed on another.
+// a run on a worker (its model's HTTP request closed); an SSE client of this process's API server following a run on a
+// worker, cut and resumed; SIGTERM draining a worker; an approval suspended on one worker answered from here and
+// resumed on another.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,9 +12,12 @@ import { lastValueFrom, toArray } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Message } from 'cubepi';
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
+import { fromAgentEvents, runEventsUrl, startRun } from 'cubepi/client';
+import { createQueueServer, toNodeListener } from 'cubepi/server';
 import { createRunQueue, type RunQueue, type WireFrame } from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 import { openaiText } from '../cli/wire.js';
+import { cuttingFetch, random } from './cutting-fetch.js';
 import { createEffectsTable } from './fixtures/queue-agents.js';
 
 requirePostgres();
@@ -35,17 +39,6 @@ interface WorkerSpec {
   toolMs?: number;
   graceMs?: number;
   modelUrl?: string;
-}
-
-/** A deterministic PRNG (mulberry32), so a failing seed can be rerun. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -293,6 +286,46 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
       await new Promise<void>((resolve) => model.close(() => resolve()));
     }
   }, 60_000);
+
+  it.each([5, 6])(
+    'an SSE client of the API server here follows a run on a worker process, cut at random (seed %i), resumed',
+    async (seed) => {
+      const worker = spawnWorker('s1', { delayMs: 3 });
+      const server = createQueueServer({
+        queue,
+        agent: 'notes',
+        checkpointer: new PostgresCheckpointer(pool, { schema }),
+      });
+      const http = createServer(toNodeListener(server));
+      await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+      try {
+        const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+        await worker.ready;
+        const connections = { count: 0 };
+        const prompt = `a long one ${Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ')}`;
+        const events = await lastValueFrom(
+          startRun(base, 'sse-thread', prompt, {
+            fetch: cuttingFetch(random(seed), connections),
+            retry: { initialDelayMs: 1, maxDelayMs: 5, maxAttempts: 1000 },
+          }).pipe(toArray()),
+        );
+        expect(connections.count).toBeGreaterThan(1);
+        expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+        expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+        const runId = events[0]!.runId;
+        expect(await queue.run(runId)).toMatchObject({ worker: 's1', outcome: 'completed' });
+        // What the client pieced together equals the stored run, and an uncut read of it.
+        const stored = (await framesOf(runId)).flatMap((f) => (f.kind === 'event' ? [f.event] : []));
+        expect(events).toEqual(stored);
+        expect(await lastValueFrom(fromAgentEvents(runEventsUrl(base, runId)).pipe(toArray()))).toEqual(events);
+      } finally {
+        server.close();
+        http.closeAllConnections();
+        await new Promise<void>((resolve) => http.close(() => resolve()));
+      }
+    },
+    60_000,
+  );
 
   it('SIGTERM drains a worker: it takes no new run, finishes the running one, and exits 0', async () => {
     const draining = spawnWorker('d1', { delayMs: 25, toolMs: 300, graceMs: 20_000 });
