@@ -22,6 +22,7 @@ import { OpenAIProvider } from 'cubepi/providers/openai';
 import { recordingBodies } from '../providers/recordings.js';
 import { ReplayServer } from '../providers/replay-server.js';
 import { agentFactory, ANSWER, lookup, scriptedProvider, serve, type Served } from './serve-helpers.js';
+import { cuttingFetch, random } from '../cutting-fetch.js';
 
 let served: Served | undefined;
 afterEach(async () => {
@@ -83,46 +84,6 @@ describe.each(['sse', 'websocket'] as const)('a run over %s', (transport) => {
   });
 });
 
-/** A small seeded generator (mulberry32), so a failing cut can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** A `fetch` whose event streams break (a network error) after a random number of bytes, each connection anew. */
-function cuttingFetch(next: () => number, connections: { count: number }): typeof fetch {
-  return async (input, init) => {
-    const response = await fetch(input, init);
-    if (!String(input instanceof Request ? input.url : input).endsWith('/events') || response.body === null) {
-      return response;
-    }
-    connections.count++;
-    const cutAt = 20 + Math.floor(next() * 30_000);
-    let sent = 0;
-    const body = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          if (sent + chunk.byteLength <= cutAt) {
-            sent += chunk.byteLength;
-            controller.enqueue(chunk);
-            return;
-          }
-          controller.enqueue(chunk.subarray(0, cutAt - sent));
-          sent = cutAt;
-          controller.error(new TypeError('network connection lost'));
-        },
-      }),
-    );
-    return new Response(body, { status: response.status, headers: response.headers });
-  };
-}
-
 /** A WebSocket (the `ws` package's) that drops its connection abruptly after a random number of messages. */
 function cuttingWebSocket(next: () => number, connections: { count: number }) {
   return class {
@@ -158,7 +119,7 @@ describe('resuming after a broken connection', () => {
     const connections = { count: 0 };
     const events = await collect(
       startRun(served.base, 't1', 'Define cube', {
-        fetch: cuttingFetch(random(seed), connections),
+        fetch: cuttingFetch(random(seed), connections, 30_000),
         retry: { initialDelayMs: 1, maxDelayMs: 5, maxAttempts: 1000 },
       }),
     );

@@ -30,7 +30,7 @@ import {
 } from 'cubepi/server';
 import { createRunQueue, startWorker, type RunQueue, type RunWorker } from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
-import { cuttingFetch, random } from './cutting-fetch.js';
+import { cuttingFetch, random } from '../cutting-fetch.js';
 import { createEffectsTable, queueAgents } from './fixtures/queue-agents.js';
 
 requirePostgres();

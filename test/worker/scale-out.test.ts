@@ -17,7 +17,7 @@ import { createQueueServer, toNodeListener } from 'cubepi/server';
 import { createRunQueue, type RunQueue, type WireFrame } from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 import { openaiText } from '../cli/wire.js';
-import { cuttingFetch, random } from './cutting-fetch.js';
+import { cuttingFetch, random } from '../cutting-fetch.js';
 import { createEffectsTable } from './fixtures/queue-agents.js';
 
 requirePostgres();

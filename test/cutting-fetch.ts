@@ -1,4 +1,5 @@
-// A fetch that cuts each run-event stream at a random byte offset (seeded), for resume tests.
+// A fetch that cuts each run-event stream at a random byte offset (seeded), for the resume tests of the agent server
+// and the queue server.
 /** A small seeded generator (mulberry32), so a failing cut can be replayed. */
 export function random(seed: number): () => number {
   let a = seed >>> 0;
@@ -11,15 +12,18 @@ export function random(seed: number): () => number {
   };
 }
 
-/** A `fetch` whose event streams break (a network error) after a random number of bytes, each connection anew. */
-export function cuttingFetch(next: () => number, connections: { count: number }): typeof fetch {
+/**
+ * A `fetch` whose event streams break (a network error) after a random number of bytes (20 to `maxBytes`), each
+ * connection anew.
+ */
+export function cuttingFetch(next: () => number, connections: { count: number }, maxBytes = 4000): typeof fetch {
   return async (input, init) => {
     const response = await fetch(input, init);
     if (!String(input instanceof Request ? input.url : input).endsWith('/events') || response.body === null) {
       return response;
     }
     connections.count++;
-    const cutAt = 20 + Math.floor(next() * 4000);
+    const cutAt = 20 + Math.floor(next() * maxBytes);
     let sent = 0;
     const body = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
