@@ -125,29 +125,35 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   }
 
   const runner = new RunExecutor(internal, agents, workerId, flushMs);
-  const workId = await boss.work<RunJobData>(
-    internal.queueName,
-    {
-      batchSize: 1,
-      localConcurrency: concurrency,
-      pollingIntervalSeconds: pollSeconds,
-      notifyPollingIntervalSeconds: pollSeconds,
-    },
-    async ([job]) => {
-      if (job === undefined) return;
-      const controller = new AbortController();
-      let resolveDone!: () => void;
-      const run: ActiveRun = { controller, done: new Promise<void>((resolve) => (resolveDone = resolve)) };
-      active.set(job.data.runId, run);
-      if (shuttingDown) cancelLocal(job.data.runId, SHUTDOWN);
-      try {
-        await runner.execute(job, run);
-      } finally {
-        active.delete(job.data.runId);
-        resolveDone();
-      }
-    },
-  );
+  // One pg-boss fetch loop per slot (not one `work` with `localConcurrency`): a loop that finished a run is woken at
+  // once to fetch again, instead of sleeping out the rest of its polling interval — which would cap a worker at
+  // `concurrency / pollSeconds` short runs a second — and the thread's next run, unblocked by this run's end, is taken
+  // by the loop that ended it.
+  const workIds: string[] = [];
+  for (let slot = 0; slot < concurrency; slot++) {
+    let workId = '';
+    workId = await boss.work<RunJobData>(
+      internal.queueName,
+      { batchSize: 1, pollingIntervalSeconds: pollSeconds, notifyPollingIntervalSeconds: pollSeconds },
+      async ([job]) => {
+        if (job === undefined) return;
+        const controller = new AbortController();
+        let resolveDone!: () => void;
+        const run: ActiveRun = { controller, done: new Promise<void>((resolve) => (resolveDone = resolve)) };
+        active.set(job.data.runId, run);
+        if (shuttingDown) cancelLocal(job.data.runId, SHUTDOWN);
+        try {
+          await runner.execute(job, run);
+        } finally {
+          active.delete(job.data.runId);
+          resolveDone();
+          if (!shuttingDown) boss.notifyWorker(workId);
+        }
+      },
+    );
+    workIds.push(workId);
+  }
+  const offWork = (wait: boolean) => Promise.all(workIds.map((id) => boss.offWork(internal.queueName, { id, wait })));
 
   return {
     workerId,
@@ -158,7 +164,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
       stopping ??= (async () => {
         const graceMs = stopOptions.graceMs ?? 30_000;
         // No new fetch from here on; a fetch already in flight may still hand over a job (it joins `active`).
-        await boss.offWork(internal.queueName, { id: workId, wait: false });
+        await offWork(false);
         let timer: ReturnType<typeof setTimeout> | undefined;
         const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
         const idle = (async () => {
@@ -169,7 +175,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         shuttingDown = true; // a job handed over from now on is cancelled as it starts
         for (const runId of active.keys()) cancelLocal(runId, SHUTDOWN);
         // Every handler has returned (pg-boss waits for its workers' loops), so every job is settled.
-        await boss.offWork(internal.queueName, { id: workId, wait: true });
+        await offWork(true);
         await listener.stop();
       })();
       return stopping;
