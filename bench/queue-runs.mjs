@@ -35,7 +35,7 @@
 // cubepi is loaded as the `cubepi` package (bench/node_modules/cubepi → ..: npm run build at the root first); pg is
 // the copy cubepi and pg-boss load, so one patch of pg.Client#query counts every statement.
 import { fork } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -119,21 +119,6 @@ function makePool(max) {
 if (ROLE === 'worker') {
   const schema = arg('schema');
   const pool = makePool(8);
-  if (process.argv.includes('--wake')) {
-    // A simulation of a fix proposed to the lead (not what cubepi/worker does): when the worker records a run's end,
-    // it NOTIFYs pg-boss's channel for the queue, so every waiting fetch loop (in every worker process) fetches now —
-    // the ended run may have unblocked its thread's next run, and a loop that just finished a job fetches again at
-    // once instead of sleeping out its poll interval. pg-boss's channel: 'pgboss_' + sha224(schema) (plans.js).
-    const channel = `pgboss_${createHash('sha224').update(`${schema}_boss`).digest('hex').slice(0, 24)}`;
-    const query = pool.query.bind(pool);
-    pool.query = async (...args) => {
-      const result = await query(...args);
-      if (typeof args[0] === 'string' && args[0].includes("SET status = 'ended'") && result.rowCount === 1) {
-        await query('SELECT pg_notify($1, $2)', [channel, 'cubepi-runs']);
-      }
-      return result;
-    };
-  }
   const queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss` });
   const worker = await startWorker({
     queue,
@@ -224,7 +209,6 @@ const WARMUP = 10;
 const SETTLE_MS = 11_000;
 const PAIRS = Number(arg('pairs', 20));
 const POLL = arg('poll');
-const WAKE = String(arg('wake', '1,4')).split(',').filter(Boolean).map(Number);
 
 const adminConfig = pgConfig();
 let database = arg('database');
@@ -263,10 +247,9 @@ const freshSchema = (label) => {
   return schema;
 };
 
-function spawnChild(role, schema, wake = false) {
+function spawnChild(role, schema) {
   const args = ['--role', role, '--schema', schema, '--concurrency', `${CONCURRENCY}`];
   if (POLL) args.push('--poll', POLL);
-  if (wake) args.push('--wake');
   const child = fork(fileURLToPath(import.meta.url), args, {
     env: { ...process.env, QBENCH_DB: database },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -540,13 +523,10 @@ function deltaOf(before, after) {
   return d;
 }
 
-/**
- * One throughput measurement. `config`: { workers: 0 (in-process) | N, wake: whether the worker processes notify
- * pg-boss's channel when a run ends (a simulation of a proposed fix, see the report) }.
- */
+/** One throughput measurement. `config`: { workers: 0 (in-process) | N worker processes }. */
 async function throughput(config) {
-  const { workers, wake } = config;
-  const schema = freshSchema(workers === 0 ? 'inproc' : `q${workers}${wake ? 'w' : ''}`);
+  const { workers } = config;
+  const schema = freshSchema(workers === 0 ? 'inproc' : `q${workers}`);
   const warm = runPlan('w', WARMUP * Math.max(1, workers), 10);
   const plan = runPlan('t', RUNS, THREADS);
   let children = [];
@@ -563,7 +543,7 @@ async function throughput(config) {
       pool = makePool(8);
       queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss` });
       await queue.start();
-      children = Array.from({ length: workers }, () => spawnChild('worker', schema, wake));
+      children = Array.from({ length: workers }, () => spawnChild('worker', schema));
       await Promise.all(children.map((c) => c.ready));
       await enqueueAll(queue, warm);
       await waitEnded(schema, warm.length);
@@ -660,9 +640,9 @@ async function throughput(config) {
   }
 }
 
-function labelOf({ workers, wake }) {
+function labelOf({ workers }) {
   if (workers === 0) return 'in-process';
-  return `queue, ${workers} worker${workers > 1 ? 's' : ''}${wake ? ', wake on end (simulated fix)' : ''}`;
+  return `queue, ${workers} worker${workers > 1 ? 's' : ''}`;
 }
 const label = labelOf;
 const round = (_, v) => (typeof v === 'number' ? Math.round(v * 1000) / 1000 : v);
@@ -676,9 +656,8 @@ console.log(`database ${database}, PostgreSQL ${serverVersion}, Node ${process.v
 
 const pickups = [];
 const configs = [
-  { workers: 0, wake: false },
-  ...WORKERS.map((workers) => ({ workers, wake: false })),
-  ...WAKE.map((workers) => ({ workers, wake: true })),
+  { workers: 0 },
+  ...WORKERS.map((workers) => ({ workers })),
 ];
 const measured = new Map(configs.map((c) => [c, []]));
 try {
