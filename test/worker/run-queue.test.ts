@@ -43,7 +43,8 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
   };
   const all = (runId: string) => lastValueFrom(queue.events(runId).pipe(toArray()));
   const texts = async (threadId: string) => {
-    const thread = await new PostgresCheckpointer(pool, { schema }).load(threadId);
+    const store = new PostgresCheckpointer(pool, { schema });
+    const thread = await store.load(threadId).finally(() => store.close());
     return (thread?.messages ?? []).map((m) =>
       m.role === 'toolResult'
         ? `result:${m.content.map((c) => (c.type === 'text' ? c.text : '')).join('')}`

@@ -134,7 +134,8 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
    * tool call with exactly one result.
    */
   async function expectValidThread(threadId: string, prompts: readonly string[]): Promise<void> {
-    const thread = await new PostgresCheckpointer(pool, { schema }).load(threadId);
+    const store = new PostgresCheckpointer(pool, { schema });
+    const thread = await store.load(threadId).finally(() => store.close());
     const messages = thread?.messages ?? [];
     expect(messages.filter((m) => m.role === 'user').map(textOf)).toEqual(prompts);
     const calls = messages.flatMap((m) =>
