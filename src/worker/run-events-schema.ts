@@ -85,15 +85,22 @@ const ddl = (t: RunEventTables): string => `
   $fn$;`;
 
 /** Creates the schema (if missing), the table and the function, under a lock (several processes may start at once). */
-export async function migrateRunEvents(pool: pg.Pool, t: RunEventTables): Promise<void> {
+export function migrateRunEvents(pool: pg.Pool, t: RunEventTables): Promise<void> {
+  return migrateUnderLock(pool, MIGRATE_LOCK_CLASS, t.schema, ddl(t));
+}
+
+/**
+ * Runs `ddl` in one transaction under `pg_advisory_xact_lock(lockClass, hashtext(schema))`, creating `schema` first
+ * if it is missing (asked first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when it exists). @internal
+ */
+export async function migrateUnderLock(pool: pg.Pool, lockClass: number, schema: string, ddl: string): Promise<void> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATE_LOCK_CLASS, t.schema]);
-    // CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when the schema exists: ask first.
-    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [t.schema]);
-    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA "${t.schema}"`);
-    await client.query(ddl(t));
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [lockClass, schema]);
+    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA "${schema}"`);
+    await client.query(ddl);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});

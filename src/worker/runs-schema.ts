@@ -4,6 +4,7 @@
  * @module
  */
 import type pg from 'pg';
+import { migrateUnderLock } from './run-events-schema.js';
 
 /** The qualified names of one queue's objects. @internal */
 export interface RunTables {
@@ -53,19 +54,6 @@ const ddl = (t: RunTables): string => `
   CREATE INDEX IF NOT EXISTS cubepi_runs_open ON ${t.runs} (thread_id) WHERE status <> 'ended';`;
 
 /** Creates the schema (if missing) and the runs table, under a lock (several processes may start at once). */
-export async function migrateRuns(pool: pg.Pool, t: RunTables): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [MIGRATE_LOCK_CLASS, t.schema]);
-    const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [t.schema]);
-    if (exists.rowCount === 0) await client.query(`CREATE SCHEMA "${t.schema}"`);
-    await client.query(ddl(t));
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+export function migrateRuns(pool: pg.Pool, t: RunTables): Promise<void> {
+  return migrateUnderLock(pool, MIGRATE_LOCK_CLASS, t.schema, ddl(t));
 }
