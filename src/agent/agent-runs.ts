@@ -21,6 +21,7 @@ import { isCheckpointFailure, type CheckpointSession } from './checkpoint-sessio
 import type { EventHub } from './event-hub.js';
 import type { MessageQueues } from './message-queues.js';
 import type { ResumeBatch } from './resume-batch.js';
+import { StoreBarrier } from './store-barrier.js';
 import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
 import { usageOf } from '../types/usage-of.js';
 import type { SpendBound } from '../types/usage.js';
@@ -287,9 +288,11 @@ export class AgentRuns {
     const { store } = this.agent;
     // The run's own controller is the loop's: abort() reaches tools, hooks and the provider in one dispatch. The state
     // and approvals are applied before the sink, which stores them at turn and run ends as they are then.
-    return runAgentLoopOn(this.loopOptions(input, options), controller).pipe(
+    // Tool calls are stored before they run: the loop waits at each batch until the sink has stored the message.
+    const barrier = new StoreBarrier();
+    return runAgentLoopOn({ ...this.loopOptions(input, options), untilStored: barrier.untilStored }, controller).pipe(
       tap((event) => store.applyRunState(event)),
-      session.sink(),
+      session.sink(barrier),
     );
   }
 

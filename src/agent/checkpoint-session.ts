@@ -2,7 +2,7 @@
  * An Agent's link to its checkpointer: restoring the thread, and the checkpoint sink every run goes through.
  * @module
  */
-import { defer, of, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
+import { defer, of, tap, type MonoTypeOperatorFunction, type Observable } from 'rxjs';
 import { appendToCheckpoint } from '../../operators/append-to-checkpoint.js';
 import type { Checkpointer, ForkResult } from '../checkpoint/checkpointer.js';
 import type { AgentEvent } from '../types/agent-events.js';
@@ -10,6 +10,7 @@ import { CheckpointError, InvalidStateError, ThreadConflictError } from '../type
 import type { AgentStateStore } from './agent-state.js';
 import { toolCallsOf, type Message } from '../types/messages.js';
 import { interruptedToolResults } from './interrupted-tool-results.js';
+import type { StoreBarrier } from './store-barrier.js';
 import { decodeStoredExtra, type StoredApprovals } from './stored-extra.js';
 
 /**
@@ -81,17 +82,30 @@ export class CheckpointSession {
 
   /**
    * The checkpoint sink for a run over the current transcript: appends every message before its `message_end`, saves
-   * `extra` at turn ends, and keeps `seq` and the stored `extra` up to date.
+   * `extra` at turn ends, and keeps `seq` and the stored `extra` up to date. With `barrier`, it counts the messages that
+   * enter it and those it stored, so the run's loop can wait until its tool calls are stored before they run.
    */
-  sink(): MonoTypeOperatorFunction<AgentEvent> {
+  sink(barrier?: StoreBarrier): MonoTypeOperatorFunction<AgentEvent> {
     const store = this.store;
-    return appendToCheckpoint(this.checkpointer, this.thread, {
+    const sink = appendToCheckpoint(this.checkpointer, this.thread, {
       seq: this.seq,
       extra: () => store.storedExtra(),
       storedExtra: this.storedExtra,
-      onAppended: (seq) => (this.seq = seq),
+      onAppended: (seq) => {
+        this.seq = seq;
+        barrier?.storedOne();
+      },
       onExtraSaved: (extra) => (this.storedExtra = extra),
     });
+    if (barrier === undefined) return sink;
+    return (source) =>
+      source.pipe(
+        tap((event) => {
+          if (event.type === 'message_end') barrier.emittedOne();
+        }),
+        sink,
+        tap({ error: (error: unknown) => barrier.fail(error) }),
+      );
   }
 
   /**

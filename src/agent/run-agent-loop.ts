@@ -79,6 +79,16 @@ export interface RunAgentLoopOptions extends RunSettings {
    * start are cancelled when its total reaches it (see {@link SpendBound}).
    */
   readonly budget?: SpendBound | undefined;
+  /**
+   * The barrier between asking for a tool call and running it. Called after the `message_end` of an assistant message
+   * with tool calls has been emitted, before any of those calls is gated or started; when it returns a Promise, the
+   * batch waits for it. A checkpoint sink downstream of the loop (see `appendToCheckpoint`) passes a function that
+   * resolves once every message emitted so far is stored, so a tool call is in the store before the tool runs: a
+   * process that dies mid-batch leaves a call the next process knows (it gets an `interrupted` result) instead of one
+   * the model is asked for again (and a non-idempotent tool runs twice). A rejection fails the run with its error, the
+   * calls answered as unexecuted. The Agent passes its checkpointer's; without one there is nothing to wait for.
+   */
+  readonly untilStored?: (() => PromiseLike<void> | undefined) | undefined;
 }
 
 let runCounter = 0;
@@ -219,6 +229,7 @@ function startLoop(
     wrapToolCall: options.wrappers?.wrapToolCall,
     deadlineAt,
     getTools: options.getTools,
+    untilStored: options.untilStored,
     spend,
     hookOwner: options.hookOwner ?? 'loop options',
     toolExecution: options.toolExecution ?? 'parallel',
@@ -404,6 +415,8 @@ function validateLoopOptions(options: RunAgentLoopOptions): void {
   validateRunSettings(options, fail);
   if (typeof options.model !== 'object') fail('`model` must be a Model ({ id, provider })');
   if (options.getTools !== undefined && typeof options.getTools !== 'function') fail('`getTools` must be a function');
+  if (options.untilStored !== undefined && typeof options.untilStored !== 'function')
+    fail('`untilStored` must be a function');
   const { budget, limits } = options;
   if (budget !== undefined) {
     const bounds = [budget.usd, budget.tokens];

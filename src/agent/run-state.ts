@@ -86,6 +86,8 @@ export interface RunState {
   toolsByName: ReadonlyMap<string, AnyAgentTool>;
   /** Read at the start of each turn, when given (see `RunAgentLoopOptions.getTools`). */
   readonly getTools: (() => readonly AnyAgentTool[]) | undefined;
+  /** Waited for before a batch's calls start (see `RunAgentLoopOptions.untilStored`). */
+  readonly untilStored: (() => PromiseLike<void> | undefined) | undefined;
   /**
    * Counts spend as it happens (each model call's usage, what tools report): the run's own budget, then the parent
    * call's; `undefined` when neither needs it.

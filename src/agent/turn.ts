@@ -6,7 +6,7 @@
 import type { TurnDecision } from '../middleware/types.js';
 import { renderFragments } from '../types/apply-patch.js';
 import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
-import type { Op } from './drive.js';
+import { wait, type Op } from './drive.js';
 import { addMessage, callHook, newTurn, turnContext, type RunState } from './run-state.js';
 import { useTools } from './use-tools.js';
 import { streamResponse } from './stream-response.js';
@@ -101,6 +101,9 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
         'error',
       ).results;
     } else {
+      // The calls are stored before any of them runs (a crash then leaves calls the next process knows).
+      const stored = run.untilStored?.();
+      if (stored !== undefined) yield wait(stored, undefined);
       const batch = yield* runToolBatch(run, state, final, calls);
       if (batch.held.length > 0) {
         // Suspended: the held calls get no result in this run (the turn is not over: no turn_end); messages a hook
