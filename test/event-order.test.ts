@@ -111,10 +111,15 @@ describe('event order', () => {
       },
     });
     const events = recorded(agent);
-    const done = agent.prompt('go');
-    await tick(20);
-    slow.resolve();
-    await done;
+    // `a` ends last: it is released once its siblings b and d have ended (a condition, not a sleep, so a loaded
+    // machine that runs the timers late cannot reorder them).
+    const ended = new Set<string>();
+    agent.subscribe((event) => {
+      if (event.type !== 'tool_execution_end') return;
+      ended.add(event.toolCallId);
+      if (ended.has('b') && ended.has('d')) slow.resolve();
+    });
+    await agent.prompt('go');
 
     expect(order.slice(0, 4)).toEqual(['check a', 'check b', 'check c', 'check d']);
     expect(order.slice(4).sort()).toEqual(['execute a', 'execute b', 'execute d']);
