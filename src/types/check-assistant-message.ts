@@ -85,38 +85,40 @@ export function wellFormedContent(content: unknown): AssistantContent[] {
   return kept;
 }
 
-/** Fields and their types (`?`: optional) of a message and of each kind of block. */
-type Fields = readonly (readonly [name: string, type: string])[];
+/**
+ * Fields, their types and whether they may be absent, of a message and of each kind of block. Read with indexed loops
+ * (no iterator, no destructuring): this runs once per model call, mostly before V8 optimises it.
+ */
+type Fields = readonly (readonly [name: string, type: string, optional: boolean])[];
 const MESSAGE_FIELDS: Fields = [
-  ['provider', 'string'],
-  ['model', 'string'],
-  ['errorMessage', 'string?'],
-  ['responseId', 'string?'],
+  ['provider', 'string', false],
+  ['model', 'string', false],
+  ['errorMessage', 'string', true],
+  ['responseId', 'string', true],
 ];
 const BLOCK_FIELDS: Readonly<Record<string, Fields>> = {
   text: [
-    ['text', 'string'],
-    ['signature', 'string?'],
+    ['text', 'string', false],
+    ['signature', 'string', true],
   ],
   thinking: [
-    ['thinking', 'string'],
-    ['signature', 'string?'],
-    ['redacted', 'boolean?'],
+    ['thinking', 'string', false],
+    ['signature', 'string', true],
+    ['redacted', 'boolean', true],
   ],
   toolCall: [
-    ['id', 'string'],
-    ['name', 'string'],
-    ['invalidArguments', 'string?'],
+    ['id', 'string', false],
+    ['name', 'string', false],
+    ['invalidArguments', 'string', true],
   ],
 };
 
 function fieldsProblem(record: Record<string, unknown>, fields: Fields): string | undefined {
-  for (const [name, type] of fields) {
-    const value = record[name];
-    if (typeof value === type || (type.endsWith('?') && (value === undefined || typeof value === type.slice(0, -1)))) {
-      continue;
-    }
-    return `${name} must be a ${type.replace('?', '')}, got ${describeValue(value)}`;
+  for (let i = 0; i < fields.length; i++) {
+    const field = fields[i]!;
+    const value = record[field[0]];
+    if (typeof value === field[1] || (field[2] && value === undefined)) continue;
+    return `${field[0]} must be a ${field[1]}, got ${describeValue(value)}`;
   }
   return undefined;
 }
@@ -126,7 +128,8 @@ function blockProblem(block: unknown): string | undefined {
     return `must be a text, thinking or toolCall block, got ${describeValue(block)}`;
   }
   const b = block as Record<string, unknown>;
-  const fields = Object.hasOwn(BLOCK_FIELDS, b.type as string) ? BLOCK_FIELDS[b.type as string] : undefined;
+  const { type } = b;
+  const fields = type === 'text' || type === 'thinking' || type === 'toolCall' ? BLOCK_FIELDS[type] : undefined;
   if (fields === undefined) return `has type ${describeValue(b.type)}, not text, thinking or toolCall`;
   const problem =
     fieldsProblem(b, fields) ?? (b.type === 'toolCall' ? objectProblem(b.arguments, 'arguments') : undefined);

@@ -744,20 +744,23 @@ export async function runCase(c: Case): Promise<CaseResult> {
   const uncaught = (error: unknown) => problems.push(`uncaught: ${(error as Error)?.stack ?? String(error)}`);
   process.on('uncaughtException', uncaught);
   process.on('unhandledRejection', uncaught);
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     await Promise.race([
-      play(c, problems),
+      play(c, problems).catch(
+        (error: unknown) => void problems.push(`harness: ${(error as Error)?.stack ?? String(error)}`),
+      ),
       new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
+        timer = setTimeout(() => {
           problems.push(`hang: the case did not settle in ${HANG_MS} ms`);
           resolve();
         }, HANG_MS);
-        timer.unref();
       }),
     ]);
     // Whatever a case left behind (a late rejection) shows before the listeners go.
     await new Promise((resolve) => setImmediate(resolve));
   } finally {
+    clearTimeout(timer);
     process.off('uncaughtException', uncaught);
     process.off('unhandledRejection', uncaught);
   }
