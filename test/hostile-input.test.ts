@@ -3,7 +3,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { of, type Observable } from 'rxjs';
+import { from, of, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -12,6 +12,7 @@ import {
   defineTool,
   HookError,
   MemoryCheckpointer,
+  MessageAssembler,
   textOf,
   type AgentEvent,
   type AgentToolResult,
@@ -251,6 +252,97 @@ describe('a provider whose stream() is not an Observable', () => {
     const last = (await agent.prompt('go')).at(-1)!;
     expect(last.role === 'assistant' && last.errorMessage).toMatch(/must return an Observable, got null/);
   });
+});
+
+describe('a provider stream that breaks its contract (issue 36)', () => {
+  const asm = () => new MessageAssembler({ provider: 'broken', model: 'faux', timestamp: 1 });
+  const streaming = (events: () => unknown[]): Provider => ({
+    id: 'broken',
+    stream: () => from(events()) as Observable<StreamEvent>,
+  });
+  const cases: [string, () => unknown[], string, unknown[]][] = [
+    [
+      'a value that is not an event',
+      () => {
+        const a = asm();
+        return [a.start(), a.startText(), a.textDelta(0, 'Hel'), [], a.endText(0), a.done('stop')];
+      },
+      'Provider broken broke its contract: emitted an array, which is not a stream event',
+      [{ type: 'text', text: 'Hel' }],
+    ],
+    [
+      'a final message with a null block',
+      () => {
+        const a = asm();
+        const events: unknown[] = [a.start(), a.startText(), a.textDelta(0, 'Hi'), a.endText(0)];
+        const done = a.done('stop');
+        return [...events, { ...done, message: { ...done.message, content: [...done.message.content, null] } }];
+      },
+      'Provider broken broke its contract: emitted done whose message is not a valid assistant message: ' +
+        'content[1] must be a text, thinking or toolCall block, got null',
+      [{ type: 'text', text: 'Hi' }],
+    ],
+    [
+      'an unknown stopReason',
+      () => {
+        const a = asm();
+        const done = a.done('stop');
+        return [a.start(), { ...done, message: { ...done.message, stopReason: 'finished' } }];
+      },
+      'Provider broken broke its contract: emitted done whose message is not a valid assistant message: ' +
+        'stopReason "finished" is not a stop reason',
+      [],
+    ],
+    [
+      'a block event re-indexed past its snapshot',
+      () => {
+        const a = asm();
+        return [a.start(), a.startText(), { ...a.textDelta(0, 'x'), contentIndex: 3 }, a.endText(0), a.done('stop')];
+      },
+      'Provider broken broke its contract: emitted text_delta at contentIndex 3, not a text block of its partial (1 blocks)',
+      [{ type: 'text', text: '' }],
+    ],
+    [
+      'a second terminal event',
+      () => {
+        const a = asm();
+        const events = [a.start(), a.startText(), a.textDelta(0, 'x'), a.endText(0), a.done('stop')];
+        return [...events, events.at(-1)];
+      },
+      'Provider broken broke its contract: emitted an event of type "done" after its terminal event',
+      [{ type: 'text', text: 'x' }],
+    ],
+  ];
+
+  it.each(cases)(
+    '%s: an error message naming the rule, what was valid kept; nothing malformed stored; the thread goes on',
+    async (_, events, errorMessage, content) => {
+      const checkpointer = new MemoryCheckpointer();
+      const seen: AgentEvent[] = [];
+      const agent = new Agent({ provider: streaming(events), model: 'faux', checkpointer, threadId: 'b' });
+      agent.subscribe((event) => void seen.push(event));
+      const last = (await agent.prompt('go')).at(-1)!;
+      expect(last).toMatchObject({
+        role: 'assistant',
+        stopReason: 'error',
+        errorKind: 'unknown',
+        errorMessage,
+        content,
+      });
+      expect(seen.filter((e) => e.type === 'message_start')).toHaveLength(2);
+      expect(seen.filter((e) => e.type === 'message_end')).toHaveLength(2);
+      expect(seen.map((e) => e.type).slice(-2)).toEqual(['turn_end', 'agent_end']);
+      expect((await checkpointer.load('b'))!.messages).toEqual([expect.objectContaining({ role: 'user' }), last]);
+      // A clean provider on the restored thread answers.
+      const next = new Agent({
+        provider: new FauxProvider({ responses: [fauxMessage('ok')] }),
+        model: 'faux',
+        checkpointer,
+        threadId: 'b',
+      });
+      expect((await next.prompt('again')).at(-1)).toMatchObject({ role: 'assistant', stopReason: 'stop' });
+    },
+  );
 });
 
 describe('thread ids', () => {

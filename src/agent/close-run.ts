@@ -14,6 +14,7 @@ import {
   type TurnState,
 } from './run-state.js';
 import { emitResultMessage, finishCall, openCalls, startCall } from './call-records.js';
+import { storable } from './stream-guard.js';
 
 /** Ends the turn `state`: `turn_end` with its assistant message and tool results. */
 export function endTurn(
@@ -72,12 +73,17 @@ export function closeRun(run: RunState, aborted: boolean, reason: unknown): void
 
 /** The message being streamed ends as `aborted` (or `error`), with what was received so far. */
 function endStreamingMessage(run: RunState, state: TurnState, aborted: boolean, reason: unknown): void {
-  const message: AssistantMessage = {
-    ...state.streaming!,
-    stopReason: aborted ? 'aborted' : 'error',
-    errorMessage: errorMessageOf(reason),
-    ...(aborted ? { errorKind: 'aborted' as const } : {}),
-  };
+  // The snapshot passed only the per-event checks of the provider boundary: stored only in a well-formed form.
+  const message = storable(
+    {
+      ...state.streaming!,
+      stopReason: aborted ? 'aborted' : 'error',
+      errorMessage: errorMessageOf(reason),
+      ...(aborted ? { errorKind: 'aborted' as const } : {}),
+    },
+    run.provider.id,
+    run.model.id,
+  );
   state.streaming = undefined;
   state.assistant = message;
   // What the cut-off call spent, as far as the provider reported it, counts.

@@ -2,18 +2,18 @@
  * One model call: the provider stream consumed once, each event passed on synchronously.
  * @module
  */
-import { catchError, defer, isObservable, tap, throwError, type Observable } from 'rxjs';
+import { defer, isObservable, tap, type Observable } from 'rxjs';
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
 import { WrapperDecision } from '../middleware/compose-wrappers.js';
 import { errorMessageOf, HookError, isAbortError, RunAbortedError } from '../types/errors.js';
 import type { AssistantMessage, Message, ProviderErrorKind } from '../types/messages.js';
 import type { ModelAttemptEvent, PreviousAttempt } from '../types/agent-events.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
-import { EMPTY_USAGE } from '../types/usage.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import { ABORTED, wait, type Op } from './drive.js';
 import { closingMessage, RunStopped, turnContext, type RunState, type TurnState } from './run-state.js';
+import { failureMessage, guardStream, noTerminal, storable, streamFailed, StreamGuard } from './stream-guard.js';
 
 /**
  * Streams the model's answer to `messages`. Emits `message_start` at the first event, `message_update` for every
@@ -21,9 +21,13 @@ import { closingMessage, RunStopped, turnContext, type RunState, type TurnState 
  * error message after emitting its `message_end`; a successful one is returned without `message_end`, which comes
  * once `afterModelResponse` has settled.
  *
- * A provider whose Observable errors, throws in `stream()`, or completes without a terminal event broke its contract;
- * the call still ends as an error message (kind `unknown`) so the transcript stays consistent. A run cancelled while
- * the call is in flight ends it as an `aborted` message (the stream is unsubscribed at once).
+ * Every value the provider emits passes the {@link StreamGuard} first (a few field reads per event; the final
+ * message in full, once). A provider that breaks its contract — a value that is not a valid event, a malformed final
+ * message, anything after the terminal event, an Observable error, a throw in `stream()`, something else than an
+ * Observable, a completion without a terminal event — ends the call as an error message (kind `unknown`, the
+ * `errorMessage` naming the broken rule, the well-formed part of what streamed kept), and nothing it sent malformed
+ * reaches an event or the transcript. A run cancelled while the call is in flight ends it as an `aborted` message (the
+ * stream is unsubscribed at once).
  */
 export function* streamResponse(
   run: RunState,
@@ -33,12 +37,21 @@ export function* streamResponse(
 ): Op<AssistantMessage> {
   const { runId, emit } = run;
   let terminal: AssistantMessage | undefined;
-  const onEvent = (event: StreamEvent): void => {
+  // Without wrappers, the provider's own stream; with them, what the wrappers emit (each attempt guarded inside).
+  const guard = new StreamGuard(
+    run.wrapModelCall === undefined ? `Provider ${run.provider.id}` : 'The wrapped model call',
+    run.provider.id,
+    run.model.id,
+  );
+  const onEvent = (value: unknown): void => {
+    const problem = guard.check(value);
+    // Rare: thrown into the wait, which ends (the stream is unsubscribed) and the call with it.
+    if (problem !== undefined) throw new StreamBreach(guard.breach(problem).message);
+    const event = value as StreamEvent;
     switch (event.type) {
       case 'done':
       case 'error':
-        terminal = event.message;
-        return;
+        return; // held by the guard: the call ends when the stream completes
       case 'start':
         if (turn.streaming === undefined) {
           turn.streaming = event.partial;
@@ -60,7 +73,7 @@ export function* streamResponse(
     // (the per-delta path).
     const { provider, model } = run;
     emitAttempt(run, turn, invocationId, 1, provider.id, model.id);
-    const stream = openStream(run, turn, provider, model, messages, systemPrompt, run.toolChoice, run.streamOptions);
+    const stream = openStream(run, provider, model, messages, systemPrompt, run.toolChoice, run.streamOptions);
     if (!isObservable(stream)) {
       terminal = stream.message;
     } else {
@@ -68,7 +81,8 @@ export function* streamResponse(
         aborted = (yield wait(stream, undefined, onEvent, true)) === ABORTED;
       } catch (error) {
         aborted = run.signal.aborted;
-        if (!aborted) terminal = failure(run, turn, `Provider ${provider.id} stream failed: ${errorMessageOf(error)}`);
+        if (!aborted)
+          terminal = error instanceof StreamBreach ? error.ending : guard.failure(streamFailed(provider.id, error));
       }
     }
   } else {
@@ -109,7 +123,6 @@ export function* streamResponse(
         emitAttempt(run, turn, invocationId, attempt, to.provider, to.model, before);
         const stream = openStream(
           run,
-          turn,
           req.provider,
           req.model,
           req.messages,
@@ -118,26 +131,14 @@ export function* streamResponse(
           req.options,
         );
         if (!isObservable(stream)) return [stream];
-        return stream.pipe(
+        // The provider boundary, per attempt: the wrappers see only valid events, one terminal, then completion.
+        return guardStream(stream, req.provider.id, req.model.id, run.signal).pipe(
           tap((event) => {
             if (event.type === 'error') {
               current.error = event.message.errorMessage ?? event.errorKind;
               current.errorKind = event.errorKind;
             }
           }),
-          // A provider whose Observable errors broke its contract (failures are values): end the call as an error.
-          catchError((error: unknown) =>
-            run.signal.aborted
-              ? throwError(() => error)
-              : [
-                  contractFailure(
-                    req.provider.id,
-                    req.model.id,
-                    turn,
-                    `Provider ${req.provider.id} stream failed: ${errorMessageOf(error)}`,
-                  ),
-                ],
-          ),
         );
       });
     try {
@@ -145,14 +146,15 @@ export function* streamResponse(
       aborted = (yield wait(wrapped, undefined, onEvent, true)) === ABORTED;
     } catch (error) {
       aborted = run.signal.aborted;
-      if (!aborted) {
+      if (!aborted && error instanceof StreamBreach) terminal = error.ending;
+      else if (!aborted) {
         if (error instanceof HookError) throw error; // a wrapper's bug
         if (error instanceof WrapperDecision) {
           // A wrapper's stop (the onion lets no other decision out of a model call).
           const { decision } = error;
           if (decision.kind === 'stop') throw new RunStopped(decision.outcome, decision.reason);
         }
-        terminal = failure(run, turn, `Model call failed: ${errorMessageOf(error)}`);
+        terminal = guard.failure(`Model call failed: ${errorMessageOf(error)}`);
       }
     }
   }
@@ -168,14 +170,19 @@ export function* streamResponse(
     terminal =
       base === undefined
         ? closingMessage(run, true, reason)
-        : {
-            ...base,
-            stopReason: 'aborted',
-            errorMessage: common ? reason.message : errorMessageOf(reason),
-            errorKind: 'aborted',
-          };
+        : // The snapshot passed only the per-event checks: a block it holds may not be well-formed.
+          storable(
+            {
+              ...base,
+              stopReason: 'aborted',
+              errorMessage: common ? reason.message : errorMessageOf(reason),
+              errorKind: 'aborted',
+            },
+            run.provider.id,
+            run.model.id,
+          );
   }
-  terminal ??= failure(run, turn, `Provider ${run.provider.id} stream completed without a terminal event`);
+  terminal ??= guard.terminal?.message ?? guard.failure(noTerminal(run.provider.id));
   const message = terminal;
   if (turn.streaming === undefined) emit({ type: 'message_start', runId, message });
   turn.streaming = undefined;
@@ -232,7 +239,6 @@ function emitAttempt(
 /** Calls `provider.stream()`: its stream, or the terminal event of a provider that threw instead of answering. */
 function openStream(
   run: RunState,
-  turn: TurnState,
   provider: Provider,
   model: Model,
   messages: readonly Message[],
@@ -251,14 +257,12 @@ function openStream(
     return contractFailure(
       provider.id,
       model.id,
-      turn,
       `Provider ${provider.id} broke its contract: stream() must return an Observable, got ${kindOf(stream)}`,
     );
   } catch (error) {
     return contractFailure(
       provider.id,
       model.id,
-      turn,
       `Provider ${provider.id} threw in stream(): ${errorMessageOf(error)}`,
     );
   }
@@ -270,28 +274,14 @@ function kindOf(value: unknown): string {
   return Array.isArray(value) ? 'an array' : typeof value;
 }
 
-/** The terminal event of an attempt whose provider broke its contract. */
-function contractFailure(provider: string, model: string, turn: TurnState, errorMessage: string): ErrorEvent {
-  return { type: 'error', message: failureMessage(provider, model, turn, errorMessage), errorKind: 'unknown' };
+/** The terminal event of an attempt whose provider broke its contract before streaming anything. */
+function contractFailure(provider: string, model: string, errorMessage: string): ErrorEvent {
+  return { type: 'error', message: failureMessage(provider, model, undefined, errorMessage), errorKind: 'unknown' };
 }
 
-/** An error message for a model call that broke its contract. */
-function failure(run: RunState, turn: TurnState, errorMessage: string): AssistantMessage {
-  return failureMessage(run.provider.id, run.model.id, turn, errorMessage);
-}
-
-/** An error message keeping what was streamed so far (kind `unknown`: nobody classified it). */
-function failureMessage(provider: string, model: string, turn: TurnState, errorMessage: string): AssistantMessage {
-  const base = turn.streaming;
-  return {
-    role: 'assistant',
-    content: base?.content ?? [],
-    stopReason: 'error',
-    errorMessage,
-    errorKind: 'unknown',
-    usage: base?.usage ?? EMPTY_USAGE,
-    provider,
-    model,
-    timestamp: base?.timestamp ?? Date.now(),
-  };
+/** Thrown by the guard into the wait of an unwrapped call: the stream broke its contract; `message` ends the call. */
+class StreamBreach extends Error {
+  constructor(readonly ending: AssistantMessage) {
+    super(ending.errorMessage);
+  }
 }

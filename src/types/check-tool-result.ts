@@ -16,9 +16,10 @@ const MAX_LISTED = 3;
  * message that breaks every later request on the thread.
  */
 export function toolResultProblem(result: unknown): string | undefined {
-  if (typeof result !== 'object' || result === null) return `expected an object, got ${describe(result)}`;
+  if (typeof result !== 'object' || result === null) return `expected an object, got ${describeValue(result)}`;
   const { content, isError, terminate, details, usage } = result as Record<string, unknown>;
-  if (!Array.isArray(content)) return `content must be an array of text and image blocks, got ${describe(content)}`;
+  if (!Array.isArray(content))
+    return `content must be an array of text and image blocks, got ${describeValue(content)}`;
   const problems: string[] = [];
   let count = 0;
   for (let i = 0; i < content.length; i++) {
@@ -28,10 +29,10 @@ export function toolResultProblem(result: unknown): string | undefined {
   }
   if (count > MAX_LISTED) problems.push(`and ${count - MAX_LISTED} more bad blocks`);
   if (isError !== undefined && typeof isError !== 'boolean') {
-    problems.push(`isError must be a boolean, got ${describe(isError)}`);
+    problems.push(`isError must be a boolean, got ${describeValue(isError)}`);
   }
   if (terminate !== undefined && typeof terminate !== 'boolean') {
-    problems.push(`terminate must be a boolean, got ${describe(terminate)}`);
+    problems.push(`terminate must be a boolean, got ${describeValue(terminate)}`);
   }
   if (usage !== undefined) {
     const problem = usageProblem(usage);
@@ -50,13 +51,21 @@ export function toolResultProblem(result: unknown): string | undefined {
 const USAGE_COUNTS = ['input', 'output', 'cacheRead', 'cacheWrite', 'reasoning', 'totalTokens'] as const;
 const USAGE_COSTS = ['input', 'output', 'cacheRead', 'cacheWrite', 'total'] as const;
 
-function usageProblem(usage: unknown): string | undefined {
-  if (typeof usage !== 'object' || usage === null) return `must be a Usage object, got ${describe(usage)}`;
+/** Why `usage` is not a `Usage` (finite non-negative counts and costs), or `undefined`. */
+export function usageProblem(usage: unknown): string | undefined {
+  if (typeof usage !== 'object' || usage === null) return `must be a Usage object, got ${describeValue(usage)}`;
   const record = usage as Record<string, unknown>;
-  for (const key of USAGE_COUNTS) if (!isAmount(record[key])) return `.${key} must be a non-negative number`;
+  // Indexed loops: run on every model call's usage, mostly before V8 optimises it (an iterator costs there).
+  for (let i = 0; i < USAGE_COUNTS.length; i++) {
+    const key = USAGE_COUNTS[i]!;
+    if (!isAmount(record[key])) return `.${key} must be a non-negative number`;
+  }
   const cost = record.cost as Record<string, unknown> | null | undefined;
   if (typeof cost !== 'object' || cost === null) return '.cost must be an object';
-  for (const key of USAGE_COSTS) if (!isAmount(cost[key])) return `.cost.${key} must be a non-negative number`;
+  for (let i = 0; i < USAGE_COSTS.length; i++) {
+    const key = USAGE_COSTS[i]!;
+    if (!isAmount(cost[key])) return `.cost.${key} must be a non-negative number`;
+  }
   return undefined;
 }
 
@@ -66,23 +75,25 @@ function isAmount(value: unknown): boolean {
 
 function blockProblem(block: unknown): string | undefined {
   if (typeof block !== 'object' || block === null || Array.isArray(block)) {
-    return `must be a text or image block, got ${describe(block)}`;
+    return `must be a text or image block, got ${describeValue(block)}`;
   }
   const { type } = block as { type?: unknown };
   if (type === 'text') {
     const { text } = block as { text?: unknown };
-    return typeof text === 'string' ? undefined : `is a text block whose text is ${describe(text)}, not a string`;
+    return typeof text === 'string' ? undefined : `is a text block whose text is ${describeValue(text)}, not a string`;
   }
   if (type === 'image') {
     const { data, mimeType } = block as { data?: unknown; mimeType?: unknown };
-    if (typeof data !== 'string') return `is an image block whose data is ${describe(data)}, not a base64 string`;
-    if (typeof mimeType !== 'string') return `is an image block whose mimeType is ${describe(mimeType)}, not a string`;
+    if (typeof data !== 'string') return `is an image block whose data is ${describeValue(data)}, not a base64 string`;
+    if (typeof mimeType !== 'string')
+      return `is an image block whose mimeType is ${describeValue(mimeType)}, not a string`;
     return undefined;
   }
-  return `has type ${describe(type)}: a tool result holds only "text" and "image" blocks`;
+  return `has type ${describeValue(type)}: a tool result holds only "text" and "image" blocks`;
 }
 
-function describe(value: unknown): string {
+/** A short description of a value for an error message: its type, or the value itself when it is short. */
+export function describeValue(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);

@@ -20,6 +20,7 @@ import { OpenAIProvider, OpenAIResponsesProvider } from 'cubepi/providers/openai
 import { anthropicWireMapper } from '../../src/providers/anthropic-wire-mapper.js';
 import { completionsWireMapper } from '../../src/providers/openai-completions-wire-mapper.js';
 import { responsesWireMapper } from '../../src/providers/openai-responses-wire-mapper.js';
+import { StreamGuard } from '../../src/agent/stream-guard.js';
 import { RECORDINGS, recordedPayloads, recordingBodies, type RecordedApi } from '../providers/recordings.js';
 import { ReplayServer } from '../providers/replay-server.js';
 import { collectStream, expectWellFormed } from '../providers/stream-harness.js';
@@ -235,6 +236,19 @@ describe('message assembly in process: re-splitting the wire deltas of a recordi
         if (actual !== expected) assert.deepStrictEqual(JSON.parse(actual), JSON.parse(expected));
       }),
       { seed: 1511, numRuns: 10_000 },
+    );
+  });
+
+  it('every stream, however cut, passes the provider boundary of the loop (issue 36: no false alarm)', () => {
+    fc.assert(
+      fc.property(anyRecording, fc.array(fc.nat(), { minLength: 1, maxLength: 16 }), (recording, draws) => {
+        const guard = new StreamGuard(`Provider ${recording.api}`, recording.api, MODELS[recording.api].id);
+        for (const event of assemble(recording.api, resplit(recording, draws))) {
+          assert.equal(guard.check(event), undefined, `${recording.name}: ${event.type}`);
+        }
+        assert.notEqual(guard.terminal, undefined);
+      }),
+      { seed: 1514, numRuns: 1_000 },
     );
   });
 });
