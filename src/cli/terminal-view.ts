@@ -1,6 +1,6 @@
 /**
  * The readable view of a run: the answer streamed token by token, thinking dimmed, each tool call with its
- * arguments, a spinner while it runs (on a TTY), its progress and its (clipped) result, approvals asked for, and usage
+ * arguments, a spinner while it runs (on a TTY; none while a held call waits for its approval), its progress and its (clipped) result, approvals asked for, and usage
  * and cost at the end. Shared by `cubepi run` (answer on stdout, activity on stderr) and `cubepi chat` (both on the
  * terminal).
  * @module
@@ -127,9 +127,15 @@ export function createTerminalView(options: TerminalViewOptions): TerminalView {
           return;
         }
         case 'approval_requested':
+          // A held call is not running: it waits for the answer, and a spinner would draw over the question.
+          running.delete(event.toolCallId);
+          updateSpinner();
           line(style.yellow(`? ${event.toolName} asks to ${event.reason}`));
           return;
         case 'agent_end': {
+          // Nothing runs once a run has ended (a suspended run's held calls start again when they are answered).
+          running.clear();
+          updateSpinner();
           // A run that failed before using anything: its error line (the command's) says it all.
           if (event.outcome === 'failed' && event.usage.totalTokens === 0) return;
           // A suspended run goes on once the approvals are answered; its usage is shown then.
