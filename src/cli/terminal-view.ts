@@ -5,7 +5,7 @@
  * terminal).
  * @module
  */
-import { textOf, type AgentEvent, type AgentToolResult } from '../index.js';
+import { textOf, usageOf, type AgentEvent, type AgentToolResult, type Message, type Usage } from '../index.js';
 import { formatUsage } from './format-usage.js';
 import type { Style } from './style.js';
 
@@ -20,6 +20,12 @@ export interface TerminalViewOptions {
   readonly showThinking: boolean;
   /** Animate a spinner while tools run (only on a TTY). */
   readonly spinner: boolean;
+  /**
+   * The thread's messages (`agent.state.messages`), read when a run ends: when the thread spent more than the run
+   * (earlier runs, or the run before an approval this one resumes), the usage line shows the thread's total and the
+   * run's own beside it.
+   */
+  readonly thread?: () => readonly Message[];
 }
 
 /** A view: feed it every event of a run; `stop()` clears its spinner (call it when the run ends or is cancelled). */
@@ -140,9 +146,8 @@ export function createTerminalView(options: TerminalViewOptions): TerminalView {
           if (event.outcome === 'failed' && event.usage.totalTokens === 0) return;
           // A suspended run goes on once the approvals are answered; its usage is shown then.
           if (event.outcome === 'suspended') return;
-          const calls = event.messages.filter((m) => m.role === 'assistant').length;
           const suffix = event.outcome === 'completed' ? '' : ` · ${event.outcome}`;
-          line(style.dim(`[${formatUsage(event.usage, calls)}${suffix}]`));
+          line(style.dim(`[${usageLine(event.usage, event.messages, options.thread?.())}${suffix}]`));
           return;
         }
         default:
@@ -155,6 +160,16 @@ export function createTerminalView(options: TerminalViewOptions): TerminalView {
       endThinking();
     },
   };
+}
+
+/** The run's usage, or the thread's total then the run's own when the thread spent more. */
+function usageLine(usage: Usage, runMessages: readonly Message[], thread: readonly Message[] | undefined): string {
+  const calls = (messages: readonly Message[]) => messages.filter((m) => m.role === 'assistant').length;
+  const own = formatUsage(usage, calls(runMessages));
+  if (thread === undefined) return own;
+  const total = usageOf(thread);
+  if (total.totalTokens === usage.totalTokens && calls(thread) === calls(runMessages)) return own;
+  return `thread: ${formatUsage(total, calls(thread))}; this run: ${own}`;
 }
 
 function resultText(result: AgentToolResult): string {

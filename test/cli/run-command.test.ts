@@ -224,6 +224,28 @@ describe('cubepi run, through the SDKs against local servers', () => {
     expect(readFileSync(join(cwd, 'marker.txt'), 'utf8')).toBe('ran\n');
     expect(toolResultsSent(1)[0]).toBe('exit code 0\n');
     expect(result.stdout).toBe('Ran it.\n');
+    // The usage line counts the whole conversation (the call before the question, 20 in 5 out, and the resumed run's,
+    // 12 in 7 out), with the resumed run's own beside it.
+    expect(result.stderr).toMatch(
+      /\[thread: 32 in · 12 out · \$\S+ · 2 model calls; this run: 12 in · 7 out · \$\S+ · 1 model call\]/,
+    );
+  });
+
+  it('--json after an approval: the result carries the run usage and the thread total', async () => {
+    server.reply(sse(openaiToolCalls(['run_command', { command: 'true' }])), sse(openaiText('Ran it.')));
+    const running = startCli(['run', '--json', 'Go', '--allow-shell', '--db', 'memory'], {
+      cwd: workdir(),
+      env: openai(),
+    });
+    await running.waitFor('? [y/N] ');
+    running.child.stdin.end('y\n');
+    const result = await running.done;
+    const last = JSON.parse(result.stdout.trimEnd().split('\n').at(-1)!) as Record<string, { input: number }>;
+    expect(last).toMatchObject({
+      type: 'result',
+      usage: { input: 12, output: 7 },
+      threadUsage: { input: 32, output: 12 },
+    });
   });
 
   it('Ctrl-C at the question leaves it stored with the thread; the next run asks it again first', async () => {
