@@ -40,6 +40,10 @@ export function providerFailure(message: AssistantMessage, choice: ModelChoice, 
       return say(`the conversation is too long for ${model} (${short}): start a new thread (omit --thread, or /new)`);
     default:
   }
+  // A server without the endpoint answers 404 and nothing more (a model it lacks gets an error body naming it).
+  if (vendor === 'openai-responses' && /\b404 status code \(no body\)$/.test(raw.trim())) {
+    return say(`${choice.endpoint} has no Responses API (${short}): use --provider openai`);
+  }
   if (/\b404\b|not[ _]found|does not exist|unknown model|model_not_found/i.test(raw) && /model|404/i.test(raw)) {
     return say(
       `model "${model}" was not found at ${choice.endpoint} (${short}): pass --model with a model it serves ` +

@@ -6,7 +6,7 @@
  * @module
  */
 import { textOf, usageOf, type AgentEvent, type AgentToolResult, type Message, type Usage } from '../index.js';
-import { formatUsage } from './format-usage.js';
+import { formatUsage, isPriced } from './format-usage.js';
 import type { Style } from './style.js';
 
 /** Where and how the view writes. */
@@ -165,11 +165,11 @@ export function createTerminalView(options: TerminalViewOptions): TerminalView {
 /** The run's usage, or the thread's total then the run's own when the thread spent more. */
 function usageLine(usage: Usage, runMessages: readonly Message[], thread: readonly Message[] | undefined): string {
   const calls = (messages: readonly Message[]) => messages.filter((m) => m.role === 'assistant').length;
-  const own = formatUsage(usage, calls(runMessages));
+  const own = formatUsage(usage, calls(runMessages), isPriced(runMessages));
   if (thread === undefined) return own;
   const total = usageOf(thread);
   if (total.totalTokens === usage.totalTokens && calls(thread) === calls(runMessages)) return own;
-  return `thread: ${formatUsage(total, calls(thread))}; this run: ${own}`;
+  return `thread: ${formatUsage(total, calls(thread), isPriced(thread))}; this run: ${own}`;
 }
 
 function resultText(result: AgentToolResult): string {
