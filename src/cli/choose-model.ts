@@ -1,7 +1,8 @@
 /**
  * Which provider and model the `cubepi` command talks to: from `--provider`/`--model`, the configuration, or the
  * environment (`ANTHROPIC_API_KEY` → Anthropic, `OPENAI_API_KEY` or `OPENAI_BASE_URL` → OpenAI); with none, the
- * offline demo model. With `OPENAI_BASE_URL` and no model, the model is the one that server lists. Vendor SDKs are loaded only for the provider chosen.
+ * offline demo model. With `OPENAI_BASE_URL` and no model, the model is the one that server lists. Vendor SDKs are
+ * loaded only for the provider chosen.
  * @module
  */
 import { MODELS, type Provider } from '../index.js';
@@ -58,8 +59,9 @@ export function providerFromEnv(env: NodeJS.ProcessEnv): ProviderName {
 
 /**
  * Builds the provider: `request.provider` (else the environment's, see {@link providerFromEnv}) and `request.model`
- * (else {@link defaultModel}; with `OPENAI_BASE_URL`, the server's model: see `servedModel`). Throws a usage `CliError` (exit 2) for an unknown provider, and a `CliError` (exit 1)
- * naming the variable to set when the provider's key is missing.
+ * (else {@link defaultModel}; with `OPENAI_BASE_URL`, the server's model: see `servedModel`). Throws a usage
+ * `CliError` (exit 2) for an unknown provider or a server whose model must be named, and a `CliError` (exit 1) naming
+ * the variable to set when the provider's key is missing, or when the server cannot be reached.
  */
 export async function chooseModel(request: ModelRequest, env: NodeJS.ProcessEnv): Promise<ModelChoice> {
   const explicit = request.provider;

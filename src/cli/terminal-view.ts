@@ -1,8 +1,8 @@
 /**
  * The readable view of a run: the answer streamed token by token, thinking dimmed, each tool call with its
- * arguments, a spinner while it runs (on a TTY; none while a held call waits for its approval), its progress and its (clipped) result, approvals asked for, and usage
- * and cost at the end. Shared by `cubepi run` (answer on stdout, activity on stderr) and `cubepi chat` (both on the
- * terminal).
+ * arguments, a spinner while it runs (on a TTY; none while a held call waits for its approval), its progress and its
+ * (clipped) result, approvals asked for, and usage and cost at the end. Shared by `cubepi run` (answer on stdout,
+ * activity on stderr) and `cubepi chat` (both on the terminal).
  * @module
  */
 import { textOf, usageOf, type AgentEvent, type AgentToolResult, type Message, type Usage } from '../index.js';
