@@ -13,7 +13,9 @@ import {
   type SequencedEvent,
 } from 'cubepi/client';
 import { assembleMessages, toolActivity, type ToolActivity } from 'cubepi/operators';
-import type { ApprovalAnswer, ApprovalRequest, Message } from 'cubepi';
+import type { ApprovalAnswer, ApprovalRequest, AssistantMessage, Message } from 'cubepi';
+// The command's own wording of a failed model call (what happened, what to do), so the page says what the CLI says.
+import { describeProviderError } from '../src/cli/describe-provider-error.js';
 
 const base = new URL('api/', location.href).toString();
 const hash = () => new URLSearchParams(location.hash.slice(1));
@@ -82,12 +84,20 @@ function messageElement(message: Message): HTMLElement {
   }
   if (message.role === 'assistant' && message.errorMessage !== undefined) {
     const note = document.createElement('div');
-    note.className = 'thinking';
-    note.textContent = message.errorMessage;
+    note.className = message.stopReason === 'error' ? 'thinking failure' : 'thinking';
+    note.textContent = message.stopReason === 'error' ? failureText(message) : message.errorMessage;
+    note.title = message.errorMessage; // the provider's raw error, on hover
     element.append(note);
   }
   rendered.set(message, element);
   return element;
+}
+
+/** A failed call, as the CLI says it: the server is `cubepi serve`'s, named by the provider that answered. */
+function failureText(message: AssistantMessage): string {
+  const vendor = message.provider.startsWith('anthropic') ? 'anthropic' : 'openai';
+  const endpoint = `the ${vendor === 'anthropic' ? 'Anthropic' : 'OpenAI'} server cubepi serve uses`;
+  return describeProviderError(message, { vendor, responsesApi: false, endpoint, model: message.model });
 }
 
 function renderTools(calls: readonly ToolActivity[]): void {

@@ -3,25 +3,16 @@
 // run and a warning says so.
 import { existsSync } from 'node:fs';
 import { chromium, type BrowserContext } from 'playwright-core';
-import { it } from 'vitest';
+import { requireTool } from './required-tool.js';
 
 export const CHROMIUM = '/usr/bin/chromium';
 
 /** Whether Chromium is installed. */
 export const haveChromium = existsSync(CHROMIUM);
 
-const inCI = !!process.env.CI && process.env.CI !== 'false' && process.env.CI !== '0';
-
 /** Call at the top of a browser test file: without Chromium, a failing test in CI, a warning elsewhere. */
 export function requireChromium(what: string): void {
-  if (haveChromium) return;
-  if (inCI) {
-    it(`finds Chromium for ${what} (required when CI is set)`, () => {
-      throw new Error(`No Chromium at ${CHROMIUM}: apt-get install -y chromium (.ci/run does it).`);
-    });
-  } else {
-    console.warn(`\n⚠ ${what} NOT RUN: no ${CHROMIUM}. Install it with apt-get install -y chromium.\n`);
-  }
+  requireTool(what, CHROMIUM, 'chromium');
 }
 
 /** A headless Chromium with its profile in `userDataDir`, quiet (no network of its own, no sandbox: we run as root). */

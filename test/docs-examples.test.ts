@@ -2,7 +2,8 @@
 //
 // Every ```ts (or ```typescript) block becomes a file of its own (its own module: `moduleDetection: 'force'`, so
 // names never clash between blocks), and one TypeScript program checks them all with strict settings
-// (`strict`, `noUncheckedIndexedAccess`, `exactOptionalPropertyTypes`, `verbatimModuleSyntax`). `cubepi` and its subpaths resolve the way they do for
+// (`strict`, `noUncheckedIndexedAccess`, `exactOptionalPropertyTypes`, `verbatimModuleSyntax`), twice: with Node's
+// types alone (`lib: ["ES2023"]`) and as a browser-and-Node app has them (`lib: ["ES2023", "DOM"]` + `@types/node`). `cubepi` and its subpaths resolve the way they do for
 // a user: through the package's exports map to the built `.d.ts` files in `dist/` (the project is written under
 // `.tmp/`, inside the package, so `cubepi` resolves as a self-reference and rxjs, zod and vitest from node_modules).
 // `npm test` builds before vitest runs; run alone, this test builds when `dist/` is missing.
@@ -191,31 +192,41 @@ describe('docs examples', () => {
     expect(new Set(checked.map((b) => b.file))).toContain('README.md');
   });
 
-  it('type-checks every block not marked partial, against the built package types', () => {
-    mkdirSync(join(root, '.tmp'), { recursive: true });
-    const dir = mkdtempSync(join(root, '.tmp', 'docs-examples-'));
-    const byPath = new Map<string, CodeBlock>();
-    for (const block of checked) {
-      const path = join(dir, `${block.file.replace(/[^\w.-]/g, '_')}-L${block.fenceLine}.ts`);
-      writeFileSync(path, block.code);
-      byPath.set(path, block);
-    }
-    writeFileSync(join(dir, 'preamble.d.ts'), PREAMBLE);
-    const files = ['preamble.d.ts', ...[...byPath.keys()].map((path) => relative(dir, path))];
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: COMPILER_OPTIONS, files }, null, 2));
+  // Node.js alone, and a browser-and-Node app (the DOM library next to @types/node: their streams and `fetch` types
+  // differ, and a block must compile with both).
+  it.each([
+    ['Node.js (lib ES2023)', ['ES2023']],
+    ['a browser-and-Node app (lib ES2023 + DOM)', ['ES2023', 'DOM']],
+  ])(
+    'type-checks every block not marked partial, against the built package types: %s',
+    (_name, lib) => {
+      mkdirSync(join(root, '.tmp'), { recursive: true });
+      const dir = mkdtempSync(join(root, '.tmp', 'docs-examples-'));
+      const byPath = new Map<string, CodeBlock>();
+      for (const block of checked) {
+        const path = join(dir, `${block.file.replace(/[^\w.-]/g, '_')}-L${block.fenceLine}.ts`);
+        writeFileSync(path, block.code);
+        byPath.set(path, block);
+      }
+      writeFileSync(join(dir, 'preamble.d.ts'), PREAMBLE);
+      const files = ['preamble.d.ts', ...[...byPath.keys()].map((path) => relative(dir, path))];
+      const compilerOptions = { ...COMPILER_OPTIONS, lib };
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files }, null, 2));
 
-    const { diagnostics, sourceFiles } = typeCheck(join(dir, 'tsconfig.json'));
+      const { diagnostics, sourceFiles } = typeCheck(join(dir, 'tsconfig.json'));
 
-    // Each error as `docs/x.md:<line>:<column> (block at line <fence>) TSn: …`.
-    const errors = diagnostics.map(({ fileName, line, column, text }) => {
-      const block = fileName === undefined ? undefined : byPath.get(fileName);
-      if (block === undefined) return `${fileName ?? ''}(${line},${column}): ${text}`;
-      return `${block.file}:${block.fenceLine + line}:${column} (block at line ${block.fenceLine}) ${text}`;
-    });
-    expect(errors, `the generated project is kept in ${dir}`).toEqual([]);
-    // `cubepi` resolved as users get it: the built declarations, not the sources.
-    expect(sourceFiles).toContain(join(root, 'dist/src/index.d.ts'));
-    expect(sourceFiles.filter((f) => f.startsWith(join(root, 'src/')))).toEqual([]);
-    rmSync(dir, { recursive: true, force: true });
-  }, 120_000);
+      // Each error as `docs/x.md:<line>:<column> (block at line <fence>) TSn: …`.
+      const errors = diagnostics.map(({ fileName, line, column, text }) => {
+        const block = fileName === undefined ? undefined : byPath.get(fileName);
+        if (block === undefined) return `${fileName ?? ''}(${line},${column}): ${text}`;
+        return `${block.file}:${block.fenceLine + line}:${column} (block at line ${block.fenceLine}) ${text}`;
+      });
+      expect(errors, `the generated project is kept in ${dir}`).toEqual([]);
+      // `cubepi` resolved as users get it: the built declarations, not the sources.
+      expect(sourceFiles).toContain(join(root, 'dist/src/index.d.ts'));
+      expect(sourceFiles.filter((f) => f.startsWith(join(root, 'src/')))).toEqual([]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+    120_000,
+  );
 });

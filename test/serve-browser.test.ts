@@ -18,9 +18,37 @@ const output = join(root, 'test-output');
 
 requireChromium('the cubepi serve browser test');
 
+/** Starts `cubepi serve --port 0 …args` (the environment without provider variables, plus `env`); resolves with its URL. */
+async function startServe(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<{ serve: ChildProcess; origin: string }> {
+  const clean = { ...process.env };
+  for (const name of ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL'])
+    delete clean[name];
+  const serve = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--port', '0', ...args], {
+    cwd: root,
+    env: { ...clean, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const origin = await new Promise<string>((resolve, reject) => {
+    let text = '';
+    serve.stdout.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = /http:\/\/127\.0\.0\.1:\d+/.exec(text);
+      if (match !== null) resolve(match[0]);
+    });
+    serve.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    serve.once('exit', (code) => reject(new Error(`cubepi serve exited (${code}): ${text}`)));
+  });
+  return { serve, origin };
+}
+
 describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
   let serve: ChildProcess;
   let origin = '';
+  let failing: ChildProcess | undefined;
+  let failingOrigin = '';
   let context: BrowserContext;
   let dir = '';
 
@@ -30,39 +58,34 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
     }
     dir = mkdtempSync(join(tmpdir(), 'cubepi-serve-'));
     mkdirSync(output, { recursive: true });
-    serve = spawn(process.execPath, ['dist/src/cli/main.js', 'serve', '--port', '0', '--db', join(dir, 'threads.db')], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    origin = await new Promise<string>((resolve, reject) => {
-      let text = '';
-      serve.stdout!.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        const match = /http:\/\/127\.0\.0\.1:\d+/.exec(text);
-        if (match !== null) resolve(match[0]);
-      });
-      serve.stderr!.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      serve.once('exit', (code) => reject(new Error(`cubepi serve exited (${code}): ${text}`)));
-    });
+    ({ serve, origin } = await startServe(['--db', join(dir, 'threads.db')]));
+    // A second server whose model is unreachable (a closed port): its failures as the page shows them.
+    ({ serve: failing, origin: failingOrigin } = await startServe(['--db', 'memory', '--model', 'gpt-test'], {
+      OPENAI_BASE_URL: 'http://127.0.0.1:9/v1',
+    }));
     context = await launchChromium(join(dir, 'chromium'));
   }, 180_000);
 
   afterAll(async () => {
     await context?.close();
-    if (serve !== undefined && serve.exitCode === null) {
-      const exited = new Promise((resolve) => serve.once('exit', resolve));
-      serve.kill('SIGTERM');
+    for (const child of [serve, failing]) {
+      if (child === undefined || child.exitCode !== null) continue;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
       await exited;
     }
     if (dir !== '') rmSync(dir, { recursive: true, force: true });
   });
 
-  /** A page on a new thread, failing the test on any page error. */
-  async function open(thread: string): Promise<{ page: Page; problems: string[] }> {
+  /** A page on a new thread; `problems` collects page errors and every response of 400 or more. */
+  async function open(thread: string, at = origin): Promise<{ page: Page; problems: string[] }> {
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(`pageerror: ${error.message}`));
-    await page.goto(`${origin}/#thread=${thread}`);
+    page.on('response', (response) => {
+      if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`);
+    });
+    await page.goto(`${at}/#thread=${thread}`);
     await page.waitForSelector('body[data-running="false"]');
     return { page, problems };
   }
@@ -128,6 +151,21 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
     expect(text.match(/Done\./g)).toHaveLength(1);
     expect(await page.locator('.message').count()).toBe((await stored('reload-1')).length);
     await page.screenshot({ path: join(output, 'serve-reloaded.png') });
+    expect(problems).toEqual([]);
+  });
+
+  it('a provider failure reads as the CLI says it, and the page asks for no favicon', { timeout: 90_000 }, async () => {
+    const { page, problems } = await open('fail-1', failingOrigin);
+    await send(page, 'Hello?');
+    await page.waitForSelector('.failure');
+    await page.waitForSelector('body[data-running="false"]', { timeout: 30_000 });
+    const failure = page.locator('.failure');
+    expect(await failure.innerText()).toMatch(
+      /^cannot reach the OpenAI server cubepi serve uses \(Connection error.*\): check your network and OPENAI_BASE_URL$/,
+    );
+    expect(await failure.getAttribute('title')).toMatch(/^Connection error/); // the raw error, on hover
+    // The page declares no icon, so a browser asks for no /favicon.ico (which the server does not have).
+    expect(await page.locator('link[rel="icon"]').getAttribute('href', { timeout: 1000 })).toBe('data:,');
     expect(problems).toEqual([]);
   });
 

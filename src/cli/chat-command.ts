@@ -173,6 +173,7 @@ class ChatSession {
       style: this.style,
       showThinking: this.showThinking,
       spinner: this.terminal,
+      thread: () => this.agent.state.messages,
     });
     const ask = approvalAsker((question) => this.askLine(question), this.style);
     try {

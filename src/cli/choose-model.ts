@@ -1,12 +1,14 @@
 /**
  * Which provider and model the `cubepi` command talks to: from `--provider`/`--model`, the configuration, or the
  * environment (`ANTHROPIC_API_KEY` → Anthropic, `OPENAI_API_KEY` or `OPENAI_BASE_URL` → OpenAI); with none, the
- * offline demo model. Vendor SDKs are loaded only for the provider chosen.
+ * offline demo model. With `OPENAI_BASE_URL` and no model, the model is the one that server lists. Vendor SDKs are
+ * loaded only for the provider chosen.
  * @module
  */
 import { MODELS, type Provider } from '../index.js';
 import { CliError, usageError } from './cli-error.js';
 import { demoProvider } from './demo-provider.js';
+import { servedModel } from './served-model.js';
 
 /** The providers the command knows. `faux` is the offline demo model. */
 export const PROVIDER_NAMES = ['anthropic', 'openai', 'openai-responses', 'faux'] as const;
@@ -57,8 +59,9 @@ export function providerFromEnv(env: NodeJS.ProcessEnv): ProviderName {
 
 /**
  * Builds the provider: `request.provider` (else the environment's, see {@link providerFromEnv}) and `request.model`
- * (else {@link defaultModel}). Throws a usage `CliError` (exit 2) for an unknown provider, and a `CliError` (exit 1)
- * naming the variable to set when the provider's key is missing.
+ * (else {@link defaultModel}; with `OPENAI_BASE_URL`, the server's model: see `servedModel`). Throws a usage
+ * `CliError` (exit 2) for an unknown provider or a server whose model must be named, and a `CliError` (exit 1) naming
+ * the variable to set when the provider's key is missing, or when the server cannot be reached.
  */
 export async function chooseModel(request: ModelRequest, env: NodeJS.ProcessEnv): Promise<ModelChoice> {
   const explicit = request.provider;
@@ -99,12 +102,18 @@ export async function chooseModel(request: ModelRequest, env: NodeJS.ProcessEnv)
       if (!nonEmpty(env.OPENAI_API_KEY) && !nonEmpty(baseURL)) throw missingKey('openai');
       const { OpenAIProvider, OpenAIResponsesProvider } = await import('../providers/openai.js');
       const options = nonEmpty(env.OPENAI_API_KEY) ? {} : { apiKey: 'local' };
+      // A server of its own has its own models: ask it which, rather than send it the table's OpenAI default.
+      const served =
+        request.model === undefined && nonEmpty(baseURL)
+          ? await servedModel(baseURL, env.OPENAI_API_KEY || undefined, defaultModel('openai'))
+          : { model: request.model ?? defaultModel('openai') };
       return {
         provider: name === 'openai' ? new OpenAIProvider(options) : new OpenAIResponsesProvider(options),
         providerName: name,
-        model: request.model ?? defaultModel('openai'),
+        model: served.model,
         demo: false,
         endpoint: nonEmpty(baseURL) ? `OPENAI_BASE_URL (${baseURL})` : 'api.openai.com',
+        notice: served.notice,
       };
     }
   }

@@ -12,6 +12,7 @@ import {
 } from '../index.js';
 import { CliError } from './cli-error.js';
 import type { ModelChoice } from './choose-model.js';
+import { describeProviderError } from './describe-provider-error.js';
 
 /** The `CliError` for a run that ended `failed`, or undefined when it did not fail. */
 export function runFailure(end: AgentEndEvent | undefined, choice: ModelChoice, model: string): CliError | undefined {
@@ -23,34 +24,16 @@ export function runFailure(end: AgentEndEvent | undefined, choice: ModelChoice, 
   return providerFailure(failed, choice, model);
 }
 
-/** The `CliError` for an assistant message that carries a provider error. */
+/** The `CliError` for an assistant message that carries a provider error (its line: `describeProviderError`). */
 export function providerFailure(message: AssistantMessage, choice: ModelChoice, model: string): CliError {
-  const raw = message.errorMessage ?? 'unknown error';
-  const debug = `provider error (${message.errorKind ?? 'unknown'}): ${raw}`;
-  const short = raw.replace(/\s+/g, ' ').slice(0, 300);
-  const vendor = choice.providerName;
-  const keyVar = vendor === 'anthropic' ? 'ANTHROPIC_API_KEY' : 'OPENAI_API_KEY';
-  const say = (text: string) => new CliError(text, 1, { debug });
-  switch (message.errorKind) {
-    case 'auth':
-      return say(`${choice.endpoint} refused the credentials (${short}): check ${keyVar}`);
-    case 'rate_limited':
-      return say(`${choice.endpoint} is rate limiting this key (${short}): wait and retry, or use another --model`);
-    case 'context_overflow':
-      return say(`the conversation is too long for ${model} (${short}): start a new thread (omit --thread, or /new)`);
-    default:
-  }
-  if (/\b404\b|not[ _]found|does not exist|unknown model|model_not_found/i.test(raw) && /model|404/i.test(raw)) {
-    return say(
-      `model "${model}" was not found at ${choice.endpoint} (${short}): pass --model with a model it serves ` +
-        '(docs/cli.md#models)',
-    );
-  }
-  if (/ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET|fetch failed|Connection error|socket|network/i.test(raw)) {
-    const variable = vendor === 'anthropic' ? 'ANTHROPIC_BASE_URL' : 'OPENAI_BASE_URL';
-    return say(`cannot reach ${choice.endpoint} (${short}): check your network and ${variable}`);
-  }
-  return say(`${vendor} failed: ${short}`);
+  const debug = `provider error (${message.errorKind ?? 'unknown'}): ${message.errorMessage ?? 'unknown error'}`;
+  const context = {
+    vendor: choice.providerName === 'anthropic' ? 'anthropic' : 'openai',
+    responsesApi: choice.providerName === 'openai-responses',
+    endpoint: choice.endpoint,
+    model,
+  } as const;
+  return new CliError(describeProviderError(message, context), 1, { debug });
 }
 
 /** The `CliError` for an error a run threw (a checkpoint failure, a hook bug). */

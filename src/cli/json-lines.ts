@@ -12,7 +12,10 @@ export interface JsonResult {
   readonly threadId: string;
   /** The text of the last assistant message. */
   readonly text: string;
+  /** What the run spent (the run that ended; after an approval, the resumed run). */
   readonly usage?: Usage | undefined;
+  /** What the whole thread has spent (`usageOf` its messages): the runs before, and before an approval, included. */
+  readonly threadUsage?: Usage | undefined;
   /** The one-line error, when the run failed or was cancelled. */
   readonly error?: string | undefined;
 }

@@ -95,6 +95,9 @@ async function openSqlite(path: string, cwd: string): Promise<OpenedStore> {
   try {
     return { checkpointer: new SQLiteCheckpointer(path), description: `SQLite at ${shown}`, persistent: true };
   } catch (error) {
+    const addon = addonProblem(error);
+    if (addon !== undefined)
+      throw new CliError(`the default thread store (SQLite) ${addon} (or pass --db memory)`, 1, { cause: error });
     throw new CliError(
       `cannot open the SQLite thread store ${shown} (${causeOf(error)}): check its permissions, ` +
         'or pass --db <another file> or --db memory',
@@ -102,6 +105,32 @@ async function openSqlite(path: string, cwd: string): Promise<OpenedStore> {
       { cause: error },
     );
   }
+}
+
+/**
+ * What is wrong with better-sqlite3's native addon, with the command that fixes it; undefined when `error` is about
+ * something else (the file, its directory). npm 11 installs the package but skips the install script that builds the
+ * addon until the project approves it: better-sqlite3 then throws the `bindings` package's "Could not locate the
+ * bindings file" with every path it tried (some 900 characters).
+ */
+function addonProblem(error: unknown): string | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) {
+    if (e.message.startsWith('Could not locate the bindings file')) {
+      return (
+        "needs better-sqlite3's native addon, which is not built (npm 11 skips its install script until you approve " +
+        'it): npm install-scripts approve better-sqlite3 && npm rebuild better-sqlite3'
+      );
+    }
+    if ((e as NodeJS.ErrnoException).code === 'ERR_DLOPEN_FAILED') {
+      // The addon's path is long and says nothing the fix needs: its file name is enough.
+      const why = e.message
+        .replace(/\S*\/([^/\s]+\.node)/g, '$1')
+        .replace(/\s+/g, ' ')
+        .slice(0, 200);
+      return `cannot load better-sqlite3's native addon (${why}): npm rebuild better-sqlite3`;
+    }
+  }
+  return undefined;
 }
 
 async function importDriver<T>(load: () => Promise<T>, driver: string, what: string): Promise<T> {

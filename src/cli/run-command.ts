@@ -3,6 +3,7 @@
  * `--json` every event is one JSON line on stdout and the result the last line. Ctrl-C cancels the run (exit 130).
  * @module
  */
+import { usageOf } from '../index.js';
 import { approvalAsker, lineAsker, ttyAsker, type AskLine } from './approval-prompt.js';
 import { createCliAgent, prepareAgentSetup } from './agent-setup.js';
 import { EXIT } from './cli-error.js';
@@ -71,6 +72,7 @@ export const runCommand: Command = async (args, context) => {
         style,
         showThinking: !values['no-thinking'],
         spinner: stderr.isTTY === true && !values.json,
+        thread: () => agent.state.messages,
       });
   const asker: (AskLine & { close(): void }) | undefined = fromStdin
     ? ttyAsker(stderr)
@@ -91,7 +93,8 @@ export const runCommand: Command = async (args, context) => {
     view.stop();
     // After a cancellation the agent still closes the run (the aborted message is stored): wait for it.
     await agent.waitForIdle();
-    const json = (r: ReturnType<typeof jsonResult>) => values.json && stdout.write(`${JSON.stringify(r)}\n`);
+    const json = (r: ReturnType<typeof jsonResult>) =>
+      values.json && stdout.write(`${JSON.stringify({ ...r, threadUsage: usageOf(agent.state.messages) })}\n`);
     if (result.kind === 'cancelled') {
       json(jsonResult(threadId, undefined, 'cancelled', 'cancelled (Ctrl-C)'));
       info(`cubepi: cancelled (Ctrl-C); thread ${threadId} keeps the conversation so far (--thread ${threadId})\n`);

@@ -1,12 +1,12 @@
 /**
  * The readable view of a run: the answer streamed token by token, thinking dimmed, each tool call with its
- * arguments, a spinner while it runs (on a TTY), its progress and its (clipped) result, approvals asked for, and usage
- * and cost at the end. Shared by `cubepi run` (answer on stdout, activity on stderr) and `cubepi chat` (both on the
- * terminal).
+ * arguments, a spinner while it runs (on a TTY; none while a held call waits for its approval), its progress and its
+ * (clipped) result, approvals asked for, and usage and cost at the end. Shared by `cubepi run` (answer on stdout,
+ * activity on stderr) and `cubepi chat` (both on the terminal).
  * @module
  */
-import { textOf, type AgentEvent, type AgentToolResult } from '../index.js';
-import { formatUsage } from './format-usage.js';
+import { textOf, usageOf, type AgentEvent, type AgentToolResult, type Message, type Usage } from '../index.js';
+import { formatUsage, isPriced } from './format-usage.js';
 import type { Style } from './style.js';
 
 /** Where and how the view writes. */
@@ -20,6 +20,12 @@ export interface TerminalViewOptions {
   readonly showThinking: boolean;
   /** Animate a spinner while tools run (only on a TTY). */
   readonly spinner: boolean;
+  /**
+   * The thread's messages (`agent.state.messages`), read when a run ends: when the thread spent more than the run
+   * (earlier runs, or the run before an approval this one resumes), the usage line shows the thread's total and the
+   * run's own beside it.
+   */
+  readonly thread?: () => readonly Message[];
 }
 
 /** A view: feed it every event of a run; `stop()` clears its spinner (call it when the run ends or is cancelled). */
@@ -127,16 +133,21 @@ export function createTerminalView(options: TerminalViewOptions): TerminalView {
           return;
         }
         case 'approval_requested':
+          // A held call is not running: it waits for the answer, and a spinner would draw over the question.
+          running.delete(event.toolCallId);
+          updateSpinner();
           line(style.yellow(`? ${event.toolName} asks to ${event.reason}`));
           return;
         case 'agent_end': {
+          // Nothing runs once a run has ended (a suspended run's held calls start again when they are answered).
+          running.clear();
+          updateSpinner();
           // A run that failed before using anything: its error line (the command's) says it all.
           if (event.outcome === 'failed' && event.usage.totalTokens === 0) return;
           // A suspended run goes on once the approvals are answered; its usage is shown then.
           if (event.outcome === 'suspended') return;
-          const calls = event.messages.filter((m) => m.role === 'assistant').length;
           const suffix = event.outcome === 'completed' ? '' : ` · ${event.outcome}`;
-          line(style.dim(`[${formatUsage(event.usage, calls)}${suffix}]`));
+          line(style.dim(`[${usageLine(event.usage, event.messages, options.thread?.())}${suffix}]`));
           return;
         }
         default:
@@ -149,6 +160,16 @@ export function createTerminalView(options: TerminalViewOptions): TerminalView {
       endThinking();
     },
   };
+}
+
+/** The run's usage, or the thread's total then the run's own when the thread spent more. */
+function usageLine(usage: Usage, runMessages: readonly Message[], thread: readonly Message[] | undefined): string {
+  const calls = (messages: readonly Message[]) => messages.filter((m) => m.role === 'assistant').length;
+  const own = formatUsage(usage, calls(runMessages), isPriced(runMessages));
+  if (thread === undefined) return own;
+  const total = usageOf(thread);
+  if (total.totalTokens === usage.totalTokens && calls(thread) === calls(runMessages)) return own;
+  return `thread: ${formatUsage(total, calls(thread), isPriced(thread))}; this run: ${own}`;
 }
 
 function resultText(result: AgentToolResult): string {

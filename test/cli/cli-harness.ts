@@ -52,10 +52,17 @@ export interface RunningCli {
   readonly done: Promise<CliResult>;
 }
 
-/** Starts `cubepi args…` with pipes in `cwd`. */
-export function startCli(args: readonly string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): RunningCli {
+/** Starts `cubepi args…` with pipes in `cwd` (`main`: another copy of the built command, default {@link MAIN}). */
+export function startCli(
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; main?: string },
+): RunningCli {
   return track(
-    spawn(process.execPath, [MAIN, ...args], { cwd: options.cwd, env: options.env ?? cleanEnv(), stdio: 'pipe' }),
+    spawn(process.execPath, [options.main ?? MAIN, ...args], {
+      cwd: options.cwd,
+      env: options.env ?? cleanEnv(),
+      stdio: 'pipe',
+    }),
   );
 }
 
@@ -78,7 +85,7 @@ export function startInPty(args: readonly string[], options: { cwd: string; env?
 /** Runs `cubepi args…` to the end, with `input` on stdin. */
 export function runCli(
   args: readonly string[],
-  options: { cwd: string; env?: NodeJS.ProcessEnv; input?: string },
+  options: { cwd: string; env?: NodeJS.ProcessEnv; input?: string; main?: string },
 ): Promise<CliResult> {
   const running = startCli(args, options);
   running.child.stdin.end(options.input ?? '');

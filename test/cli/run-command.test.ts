@@ -13,7 +13,10 @@ beforeAll(async () => {
   await ensureBuilt();
 }, 120_000);
 afterAll(() => server.close());
-beforeEach(() => server.reset());
+beforeEach(() => {
+  server.reset();
+  server.models = ['gpt-test']; // a server of its own lists its models (test/cli/local-server.test.ts)
+});
 
 const openai = () => cleanEnv({ OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: `${server.url}/v1` });
 const anthropic = () => cleanEnv({ ANTHROPIC_API_KEY: 'test-key', ANTHROPIC_BASE_URL: server.url });
@@ -35,7 +38,7 @@ describe('cubepi run, offline', () => {
     expect(stdout).toContain('calculator: 6 * 7 = 42');
     expect(stdout).toContain('read_file README.md: "# My project"');
     expect(stderr).toContain('⚙ list_files({"path":"."})');
-    expect(stderr).toMatch(/\[\d+ in · \d+ out · \$0\.0000 · 3 model calls\]/);
+    expect(stderr).toMatch(/\[\d+ in · \d+ out · 3 model calls\]/); // the demo model has no price
     // Stored by default in .cubepi/threads.db, which keeps itself out of git.
     expect(existsSync(join(cwd, '.cubepi/threads.db'))).toBe(true);
     expect(readFileSync(join(cwd, '.cubepi/.gitignore'), 'utf8')).toBe('*\n');
@@ -99,7 +102,7 @@ describe('cubepi run, through the SDKs against local servers', () => {
     const first = await runCli(['run', 'Capital of France?', '--thread', 'geo'], { cwd, env: openai() });
     expect(first).toMatchObject({ code: 0, stdout: 'Paris is the capital.\n' });
     expect(first.stderr).toContain('thread geo (SQLite at .cubepi/threads.db): continue with --thread geo');
-    expect(server.requests[0]!.body.model).toBe('gpt-5.5'); // the model table's current default
+    expect(server.requests[0]!.body.model).toBe('gpt-test'); // the one model the server lists
     const second = await runCli(['run', 'What did I ask?', '--thread', 'geo'], { cwd, env: openai() });
     expect(second.stdout).toBe('You asked about France.\n');
     const sent = (server.requests[1]!.body.messages as { role: string; content: unknown }[]).map((m) => m.role);
@@ -146,7 +149,7 @@ describe('cubepi run, through the SDKs against local servers', () => {
     expect(unknown.stderr).toMatch(
       /^cubepi: model "gpt-9" was not found at OPENAI_BASE_URL .*: pass --model with a model it serves/,
     );
-    const closed = await runCli(['run', 'hi', '--db', 'memory'], {
+    const closed = await runCli(['run', 'hi', '--db', 'memory', '--model', 'gpt-test'], {
       cwd,
       env: cleanEnv({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' }),
     });
@@ -155,7 +158,7 @@ describe('cubepi run, through the SDKs against local servers', () => {
       /^cubepi: cannot reach OPENAI_BASE_URL \(http:\/\/127\.0\.0\.1:9\/v1\) \(.+\): check your network/,
     );
     expect(closed.stderr.split('\n').filter(Boolean)).toHaveLength(1);
-    const debug = await runCli(['run', 'hi', '--db', 'memory', '--debug'], {
+    const debug = await runCli(['run', 'hi', '--db', 'memory', '--model', 'gpt-test', '--debug'], {
       cwd,
       env: cleanEnv({ OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' }),
     });
@@ -224,6 +227,26 @@ describe('cubepi run, through the SDKs against local servers', () => {
     expect(readFileSync(join(cwd, 'marker.txt'), 'utf8')).toBe('ran\n');
     expect(toolResultsSent(1)[0]).toBe('exit code 0\n');
     expect(result.stdout).toBe('Ran it.\n');
+    // The usage line counts the whole conversation (the call before the question, 20 in 5 out, and the resumed run's,
+    // 12 in 7 out), with the resumed run's own beside it.
+    expect(result.stderr).toMatch(/\[thread: 32 in · 12 out · 2 model calls; this run: 12 in · 7 out · 1 model call\]/);
+  });
+
+  it('--json after an approval: the result carries the run usage and the thread total', async () => {
+    server.reply(sse(openaiToolCalls(['run_command', { command: 'true' }])), sse(openaiText('Ran it.')));
+    const running = startCli(['run', '--json', 'Go', '--allow-shell', '--db', 'memory'], {
+      cwd: workdir(),
+      env: openai(),
+    });
+    await running.waitFor('? [y/N] ');
+    running.child.stdin.end('y\n');
+    const result = await running.done;
+    const last = JSON.parse(result.stdout.trimEnd().split('\n').at(-1)!) as Record<string, { input: number }>;
+    expect(last).toMatchObject({
+      type: 'result',
+      usage: { input: 12, output: 7 },
+      threadUsage: { input: 32, output: 12 },
+    });
   });
 
   it('Ctrl-C at the question leaves it stored with the thread; the next run asks it again first', async () => {

@@ -20,15 +20,16 @@ export function openaiText(text: string, options: { partial?: boolean } = {}): s
   return `${body}${chunk({}, 'stop', { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 })}data: [DONE]\n\n`;
 }
 
-/** An OpenAI Chat Completions stream calling tools (`[name, args]` pairs), in the model's order. */
+/** An OpenAI Chat Completions stream calling tools (`[name, args]` pairs), in the model's order (20 in, 5 out). */
 export function openaiToolCalls(...calls: [string, Record<string, unknown>][]): string {
-  const chunk = (delta: object, finish: string | null = null) =>
+  const chunk = (delta: object, finish: string | null = null, usage?: object) =>
     frame(undefined, {
       id: 'chatcmpl-2',
       object: 'chat.completion.chunk',
       created: 1,
       model: 'gpt-test',
       choices: [{ index: 0, delta, finish_reason: finish }],
+      ...(usage === undefined ? {} : { usage }),
     });
   let body = chunk({ role: 'assistant', content: null });
   calls.forEach(([name, args], index) => {
@@ -38,7 +39,8 @@ export function openaiToolCalls(...calls: [string, Record<string, unknown>][]): 
       ],
     });
   });
-  return `${body}${chunk({}, 'tool_calls')}data: [DONE]\n\n`;
+  const usage = { prompt_tokens: 20, completion_tokens: 5, total_tokens: 25 };
+  return `${body}${chunk({}, 'tool_calls', usage)}data: [DONE]\n\n`;
 }
 
 /** An Anthropic Messages stream answering `text`, or its start only (`partial`). */

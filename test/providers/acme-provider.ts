@@ -196,13 +196,17 @@ export function acmeWireMapper(asm: MessageAssembler, model: Model): WireMapper<
  * `retry:` fields, no lone `\r` line ends); a full SSE parser fits here as well.
  */
 async function* readEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<AcmeEvent> {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  // A TextDecoder in streaming mode (a character split across chunks waits for its end), rather than
+  // `pipeThrough(new TextDecoderStream())`, which the DOM library and @types/node type differently: an app with both
+  // could not compile it.
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
   let buffer = '';
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) return;
-      buffer = (buffer + value).replace(/\r\n/g, '\n');
+      buffer = (buffer + decoder.decode(value, { stream: true })).replace(/\r\n/g, '\n');
       for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
         const lines = buffer.slice(0, end).split('\n');
         buffer = buffer.slice(end + 2);

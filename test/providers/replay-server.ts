@@ -51,6 +51,13 @@ const PIECE = 97; // bytes per write: an odd size, so pieces split lines, JSON a
 
 export class ReplayServer {
   readonly requests: RecordedRequest[] = [];
+  /**
+   * The model ids a `GET …/models` lists (the OpenAI list format), answered outside the queue and not recorded in
+   * `requests`; undefined (the default): such a request takes the next reply like any other.
+   */
+  models: readonly string[] | undefined;
+  /** How many `GET …/models` requests the `models` list answered. */
+  modelListings = 0;
   private readonly queue: Reply[] = [];
 
   private constructor(private readonly server: Server) {}
@@ -60,6 +67,12 @@ export class ReplayServer {
     const server = createServer();
     const replay = new ReplayServer(server);
     server.on('request', (req, res) => {
+      if (replay.models !== undefined && req.method === 'GET' && /\/models$/.test(req.url ?? '')) {
+        replay.modelListings++;
+        const data = replay.models.map((id) => ({ id, object: 'model', created: 1, owned_by: 'local' }));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data }));
+        return;
+      }
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
