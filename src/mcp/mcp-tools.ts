@@ -10,6 +10,7 @@ import { ConfigurationError, errorMessageOf } from '../types/errors.js';
 import { McpConnection, type McpSource } from './mcp-connection.js';
 import type { AgentTool, AgentToolResult, AnyAgentTool } from '../types/tool.js';
 import { parametersFromJsonSchema } from './json-schema-parameters.js';
+import { McpMessageTooLargeError } from './stdio-client-transport.js';
 import { mapCallResult, type McpToolDetails } from './mcp-result.js';
 
 /** A tool the server listed that was not turned into a cubepi tool, and why. */
@@ -352,7 +353,12 @@ function callTool(
             called !== undefined &&
             called.transport === undefined
           ) {
-            const why = connection.firstError === undefined ? '' : ` (${connection.firstError.message})`;
+            const first = connection.firstError;
+            if (first instanceof McpMessageTooLargeError)
+              return fail(
+                `MCP server ${connection.name} sent a message over maxMessageBytes (${first.maxBytes} bytes) during the call: the connection was closed; it will be restarted on the next call`,
+              );
+            const why = first === undefined ? '' : ` (${first.message})`;
             return fail(
               `MCP server ${connection.name} closed the connection during the call${why}; it will be restarted on the next call`,
             );

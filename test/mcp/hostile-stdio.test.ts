@@ -77,4 +77,19 @@ describe('mcpTools with a hostile stdio server', () => {
     );
     expect(resultText(await call(tools, 'echo', { text: 'and on' }))).toBe('and on');
   });
+
+  it('a 20 MB result arrives whole; a line over maxMessageBytes closes the connection with a clear error', async () => {
+    const set = openRaw({ maxResultChars: 30_000_000, maxMessageBytes: 24 * 1024 * 1024 });
+    const tools = await set.tools();
+    const whole = await call(tools, 'big', { bytes: 20_000_000 });
+    expect(whole.isError).toBe(false);
+    expect(resultText(whole)).toBe('y'.repeat(20_000_000));
+    expect(whole.details).toEqual({ server: 'raw', tool: 'big' });
+    const over = await call(tools, 'big', { bytes: 25 * 1024 * 1024 });
+    expect(over.isError).toBe(true);
+    expect(resultText(over)).toBe(
+      `MCP server raw sent a message over maxMessageBytes (${24 * 1024 * 1024} bytes) during the call: the connection was closed; it will be restarted on the next call`,
+    );
+    expect(resultText(await call(tools, 'echo', { text: 'restarted' }))).toBe('restarted');
+  });
 });
