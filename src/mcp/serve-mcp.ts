@@ -4,7 +4,7 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import { validateToolArguments } from '../tools/define-tool.js';
@@ -102,10 +102,19 @@ export function serveMcp(
       { name: options.name ?? 'cubepi', version: options.version ?? '0.2.0' },
       { capabilities: { tools: {} } },
     );
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })),
-    }));
+    // MCP: nothing but pings before `initialize`. The SDK's Server would answer them as if initialized.
+    const initialized = () => {
+      if (server.getClientVersion() === undefined)
+        throw new McpError(ErrorCode.InvalidRequest, 'the session is not initialized: send initialize first');
+    };
+    server.setRequestHandler(ListToolsRequestSchema, () => {
+      initialized();
+      return {
+        tools: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })),
+      };
+    });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      initialized();
       const { name } = request.params;
       const tool = byName.get(name);
       if (tool === undefined) return errorResult(`Tool ${name} not found`);
