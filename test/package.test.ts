@@ -184,7 +184,12 @@ describe('the cubepi command', () => {
     });
     await client.connect(transport);
     try {
-      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['ask_agent', 'weather']);
+      // answer_approval too: this SDK client declares no elicitation.
+      expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual([
+        'ask_agent',
+        'answer_approval',
+        'weather',
+      ]);
       const progress: (string | undefined)[] = [];
       const answer = await client.callTool(
         { name: 'ask_agent', arguments: { prompt: 'Weather in Paris and Oslo?' } },

@@ -50,10 +50,11 @@ export const mcpCommand: Command = async (args, context) => {
       tools: [weather],
     });
   };
-  const { serveMcp } = await import('../mcp/index.js');
-  const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+  const { serveMcp, stdioServerTransport } = await import('../mcp/index.js');
   return new Promise<number>((resolve) => {
-    const subscription = serveMcp(agentFor, new StdioServerTransport(), {
+    // cubepi's stdio transport, not the SDK's: it answers lines it cannot read (and over-long ones) with JSON-RPC
+    // errors and keeps serving, where the SDK's stays silent, or closes and the command exits 0.
+    const subscription = serveMcp(agentFor, stdioServerTransport({ stdin: context.stdin, stdout: context.stdout }), {
       name: 'cubepi',
       toolDescription: 'Asks a weather assistant; answers with its reply',
       tools: [weather],

@@ -11,3 +11,4 @@ export type { McpToolDetails } from './mcp-result.js';
 export { MAX_SCHEMA_CHARS, parametersFromJsonSchema, type JsonSchemaParameters } from './json-schema-parameters.js';
 export { serveMcp, type McpServeEvent, type ServeMcpOptions, type ServeMcpTarget } from './serve-mcp.js';
 export { mcpHttpHandler, type McpHttpHandler } from './mcp-http-handler.js';
+export { stdioServerTransport, type StdioServerTransportOptions } from './stdio-server-transport.js';

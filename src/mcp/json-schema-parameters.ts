@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import type { JsonSchema } from '../types/provider.js';
+import { nestsDeeperThan } from './nests-deeper-than.js';
 
 /** The largest schema accepted, as JSON text: a schema is data from the server, and a huge one is refused. */
 export const MAX_SCHEMA_CHARS = 100_000;
@@ -34,6 +35,11 @@ export function parametersFromJsonSchema(schema: unknown): JsonSchemaParameters 
   if (record.type !== 'object') {
     return { ok: false, reason: `its input schema must have type "object", got ${JSON.stringify(record.type)}` };
   }
+  // Depth first, without recursion: `JSON.stringify` and the conversion recurse, and a schema nested thousands of
+  // levels would overflow the stack in them.
+  if (nestsDeeperThan(schema, MAX_SCHEMA_DEPTH)) {
+    return { ok: false, reason: `its input schema nests deeper than ${MAX_SCHEMA_DEPTH} levels` };
+  }
   let text: string;
   try {
     text = JSON.stringify(schema);
@@ -45,9 +51,6 @@ export function parametersFromJsonSchema(schema: unknown): JsonSchemaParameters 
       ok: false,
       reason: `its input schema is too large (${text.length} characters, at most ${MAX_SCHEMA_CHARS})`,
     };
-  }
-  if (depthOf(schema, 0) > MAX_SCHEMA_DEPTH) {
-    return { ok: false, reason: `its input schema nests deeper than ${MAX_SCHEMA_DEPTH} levels` };
   }
   const fromJSONSchema = (z as { fromJSONSchema?: (schema: unknown) => z.ZodType }).fromJSONSchema;
   if (typeof fromJSONSchema !== 'function') {
@@ -63,11 +66,4 @@ export function parametersFromJsonSchema(schema: unknown): JsonSchemaParameters 
   }
   delete copy.$schema;
   return { ok: true, parameters, inputSchema: copy };
-}
-
-function depthOf(value: unknown, depth: number): number {
-  if (depth > MAX_SCHEMA_DEPTH || typeof value !== 'object' || value === null) return depth;
-  let deepest = depth;
-  for (const child of Object.values(value)) deepest = Math.max(deepest, depthOf(child, depth + 1));
-  return deepest;
 }

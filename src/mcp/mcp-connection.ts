@@ -3,11 +3,11 @@
  * @module
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ConfigurationError, errorMessageOf } from '../types/errors.js';
+import { StdioClientLineTransport } from './stdio-client-transport.js';
 
 /** An MCP server started as a child process, spoken to over its stdin and stdout. */
 export interface McpStdioSource {
@@ -153,13 +153,14 @@ function transportOf(source: McpStdioSource | McpHttpSource, maxMessageBytes: nu
   if ('command' in source) {
     if (typeof source.command !== 'string' || source.command.length === 0)
       throw new ConfigurationError('mcpTools: `command` must be a non-empty string');
-    return new StdioClientTransport({
+    // Not the SDK's StdioClientTransport: its read buffer costs quadratic time in a message's size.
+    return new StdioClientLineTransport({
       command: source.command,
       args: [...(source.args ?? [])],
-      ...(source.env !== undefined ? { env: { ...source.env } } : {}),
-      ...(source.cwd !== undefined ? { cwd: source.cwd } : {}),
-      ...(source.stderr !== undefined ? { stderr: source.stderr } : {}),
-      maxBufferSize: maxMessageBytes,
+      env: source.env === undefined ? undefined : { ...source.env },
+      cwd: source.cwd,
+      stderr: source.stderr,
+      maxMessageBytes,
     });
   }
   if ('url' in source) {

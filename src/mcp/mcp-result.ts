@@ -4,6 +4,13 @@
  */
 import type { ToolResultContent } from '../types/content.js';
 import type { AgentToolResult } from '../types/tool.js';
+import { nestsDeeperThan } from './nests-deeper-than.js';
+
+/**
+ * How deeply a result's `structuredContent` may nest. Deeper is an error result: it is measured before anything
+ * recursive (`JSON.stringify`, a checkpoint write) walks it, so a hostile server cannot overflow the stack.
+ */
+export const MAX_STRUCTURED_DEPTH = 64;
 
 /** The bounds a result is held to (see `McpToolsOptions`). */
 export interface ResultLimits {
@@ -30,7 +37,8 @@ export interface McpToolDetails {
  * saying what was left out, embedded text resources become text headed by their URI, resource links a line with the
  * URI. `isError` carries over. `structuredContent` goes to `details` (and, when the result has no content, to the
  * model as JSON text). Text beyond `maxResultChars` (all blocks together) is cut with a note saying how much; an image
- * larger than `maxImageChars` is replaced by a note. The result is data: nothing in it is interpreted.
+ * larger than `maxImageChars` is replaced by a note. `structuredContent` nested deeper than {@link MAX_STRUCTURED_DEPTH}
+ * levels makes the whole result an error result. The result is data: nothing in it is interpreted.
  */
 export function mapCallResult(
   raw: unknown,
@@ -39,6 +47,19 @@ export function mapCallResult(
   limits: ResultLimits,
 ): AgentToolResult<McpToolDetails> {
   const result = (typeof raw === 'object' && raw !== null ? raw : {}) as Record<string, unknown>;
+  const structured = result.structuredContent;
+  if (nestsDeeperThan(structured, MAX_STRUCTURED_DEPTH)) {
+    return {
+      content: [
+        {
+          type: 'text',
+          text: `MCP tool ${tool} (server ${server}) returned an invalid result: its structuredContent nests deeper than ${MAX_STRUCTURED_DEPTH} levels`,
+        },
+      ],
+      isError: true,
+      details: { server, tool },
+    };
+  }
   const blocks = Array.isArray(result.content) ? (result.content as unknown[]) : [];
   const content: ToolResultContent[] = [];
   let budget = limits.maxResultChars;
@@ -91,11 +112,13 @@ export function mapCallResult(
         );
         break;
       default:
-        addText(`[content of type ${JSON.stringify(item.type)} left out]`);
+        // Named without walking it: the type may be any value the server chose.
+        addText(
+          `[content of type ${typeof item.type === 'string' ? JSON.stringify(item.type) : typeof item.type} left out]`,
+        );
     }
   }
   let structuredContent: Record<string, unknown> | undefined;
-  const structured = result.structuredContent;
   if (typeof structured === 'object' && structured !== null && !Array.isArray(structured)) {
     const json = JSON.stringify(structured);
     if (json.length <= limits.maxResultChars) structuredContent = structured as Record<string, unknown>;

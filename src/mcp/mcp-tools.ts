@@ -2,6 +2,7 @@
  * MCP servers' tools as cubepi tools.
  * @module
  */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Observable } from 'rxjs';
 import { z } from 'zod';
@@ -9,6 +10,7 @@ import { ConfigurationError, errorMessageOf } from '../types/errors.js';
 import { McpConnection, type McpSource } from './mcp-connection.js';
 import type { AgentTool, AgentToolResult, AnyAgentTool } from '../types/tool.js';
 import { parametersFromJsonSchema } from './json-schema-parameters.js';
+import { McpMessageTooLargeError } from './stdio-client-transport.js';
 import { mapCallResult, type McpToolDetails } from './mcp-result.js';
 
 /** A tool the server listed that was not turned into a cubepi tool, and why. */
@@ -231,7 +233,7 @@ function toCubepiTool(
   const warn = (message: string) => {
     settings.onWarning({
       server: connection.name,
-      tool: typeof remote === 'string' ? remote.slice(0, 200) : (JSON.stringify(remote) ?? 'undefined'),
+      tool: typeof remote === 'string' ? remote.slice(0, 200) : describeName(remote),
       message,
     });
     return undefined;
@@ -296,10 +298,11 @@ function callTool(
       });
       subscriber.complete();
     };
+    let called: Client | undefined;
     connection
       .get()
       .then((client) =>
-        client.callTool({ name: remote, arguments: args as Record<string, unknown> }, undefined, {
+        (called = client).callTool({ name: remote, arguments: args as Record<string, unknown> }, undefined, {
           signal: callSignal,
           timeout: settings.timeoutMs,
           onprogress: (progress) => {
@@ -321,12 +324,20 @@ function callTool(
         (result) => {
           if (subscriber.closed) return;
           connection.succeeded();
-          subscriber.next(
-            mapCallResult(result, connection.name, remote, {
+          let mapped: AgentToolResult<McpToolDetails>;
+          try {
+            mapped = mapCallResult(result, connection.name, remote, {
               maxResultChars: settings.maxResultChars,
               maxImageChars: settings.maxImageChars,
-            }),
-          );
+            });
+          } catch (error) {
+            // The mapping is bounded, but it runs in a promise callback: whatever it throws must be a result, never
+            // an unhandled rejection (which ends the process) or a call left waiting.
+            return fail(
+              `MCP tool ${remote} (server ${connection.name}) returned a result that cannot be read: ${errorMessageOf(error)}`,
+            );
+          }
+          subscriber.next(mapped);
           subscriber.complete();
         },
         (error: unknown) => {
@@ -334,8 +345,20 @@ function callTool(
           if (signal.aborted) return subscriber.error(signal.reason);
           if (error instanceof McpError && error.code === (ErrorCode.RequestTimeout as number))
             return fail(`MCP tool ${remote} (server ${connection.name}) timed out after ${settings.timeoutMs} ms`);
-          if (error instanceof McpError && error.code === (ErrorCode.ConnectionClosed as number)) {
-            const why = connection.firstError === undefined ? '' : ` (${connection.firstError.message})`;
+          // -32000 is also the first of the codes JSON-RPC leaves to servers: a server's own error with it is that
+          // server's message, not a closed connection. The SDK drops a client's transport when its connection closes.
+          if (
+            error instanceof McpError &&
+            error.code === (ErrorCode.ConnectionClosed as number) &&
+            called !== undefined &&
+            called.transport === undefined
+          ) {
+            const first = connection.firstError;
+            if (first instanceof McpMessageTooLargeError)
+              return fail(
+                `MCP server ${connection.name} sent a message over maxMessageBytes (${first.maxBytes} bytes) during the call: the connection was closed; it will be restarted on the next call`,
+              );
+            const why = first === undefined ? '' : ` (${first.message})`;
             return fail(
               `MCP server ${connection.name} closed the connection during the call${why}; it will be restarted on the next call`,
             );
@@ -345,4 +368,10 @@ function callTool(
       );
     return () => controller.abort(new Error('the tool call was cancelled'));
   });
+}
+
+/** A tool name that is not a string, for a warning: bounded, and never walked deeply (it is the server's value). */
+function describeName(name: unknown): string {
+  if (typeof name === 'object' && name !== null) return Array.isArray(name) ? '(an array)' : '(an object)';
+  return String(name).slice(0, 200);
 }

@@ -4,15 +4,32 @@
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ElicitResultSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { isObservable, Observable, type Subscription } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import { validateToolArguments } from '../tools/define-tool.js';
-import type { AgentEndEvent, AgentEvent } from '../types/agent-events.js';
+import type { ApprovalRequest } from '../types/approval.js';
 import { toolResultProblem } from '../types/check-tool-result.js';
 import { ConfigurationError, errorMessageOf } from '../types/errors.js';
-import { textOf, type Message } from '../types/messages.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
+import {
+  ANSWER_INPUT,
+  ANSWER_TOOL,
+  answerApproval,
+  answerOfElicitation,
+  approvalElicitation,
+  errorResult,
+  HeldApprovals,
+  promptAgent,
+  type McpCallResult,
+  type ServedCall,
+} from './serve-agent.js';
 
 /** Options of {@link serveMcp}. */
 export interface ServeMcpOptions {
@@ -24,6 +41,11 @@ export interface ServeMcpOptions {
   readonly toolDescription?: string | undefined;
   /** More tools to serve next to the target's (an agent's own tools, for instance). Names must not clash. */
   readonly tools?: readonly AnyAgentTool[] | undefined;
+  /**
+   * With an agent: how long an approval asked of the client (MCP elicitation) may wait for its answer (default 10
+   * minutes); past it, the run is ended and the call answers `isError`.
+   */
+  readonly approvalTimeoutMs?: number | undefined;
 }
 
 /** What {@link serveMcp} serves: an agent, a function making a fresh agent for each call, or tools. */
@@ -40,27 +62,14 @@ export type McpServeEvent =
       readonly isError: boolean;
     };
 
-/** The content an MCP tool answers with (what this server sends). */
-type McpContent =
-  | { type: 'text'; text: string }
-  | {
-      type: 'image';
-      data: string;
-      mimeType: string;
-    };
-
-interface McpCallResult {
-  [key: string]: unknown;
-  content: McpContent[];
-  isError?: boolean;
-}
-
 /** A tool of the server: its listing and how a call runs. */
 interface ServedTool {
   readonly name: string;
   readonly description: string;
   readonly inputSchema: Record<string, unknown>;
-  run(args: unknown, signal: AbortSignal, progress: (message: string) => void): Promise<McpCallResult>;
+  /** Listed only to clients that cannot answer an elicitation (the tool answering approvals). */
+  readonly withoutElicitation?: true;
+  run(args: unknown, call: ServedCall): Promise<McpCallResult>;
 }
 
 const AGENT_INPUT = {
@@ -82,10 +91,16 @@ const AGENT_INPUT = {
  *   assistant message). The client's cancellation cancels the run (its provider request is aborted). An agent runs one
  *   run at a time: a call while another is running answers `isError` (the agent is busy). Give a function instead
  *   (`() => new Agent(…)`) for a fresh agent per call: calls then run side by side, each with its own context.
+ * - **Approvals** (a `ToolGuard` asking, any `pause`): a client that declares form elicitation is asked inside the
+ *   call (`elicitation/create`, a form `{ approve, reason? }`); only an accepted `approve: true` runs the call, and the
+ *   call answers with the resumed run's reply. A client that does not gets the pending requests (text, and
+ *   `structuredContent: { status: 'awaiting_approval', pending }`) and is listed a tool `answer_approval` taking
+ *   `{ requestId, approve, reason? }`: the answer to the last open request resumes the run and answers with its reply.
+ *   An elicitation that fails (or passes `approvalTimeoutMs`) ends the run (`abortPending`) and answers `isError`.
  * - **Tools** (the target, and `options.tools`): each tool with its JSON Schema; arguments are validated as in a run (a failure answers `isError` with
  *   every issue); `onUpdate` becomes progress; the client's cancellation aborts the tool's `signal`.
  *
- * Errors on the Observable only when the server cannot connect. Throws {@link ConfigurationError} for an invalid target.
+ * Requests other than pings before `initialize` are answered `-32600`. Errors on the Observable only when the server cannot connect. Throws {@link ConfigurationError} for an invalid target.
  *
  * @example
  * serveMcp(agent, new StdioServerTransport(), { toolName: 'research' }).subscribe();
@@ -96,16 +111,36 @@ export function serveMcp(
   options: ServeMcpOptions = {},
 ): Observable<McpServeEvent> {
   const tools = servedTools(target, options);
+  const approvalTimeoutMs = options.approvalTimeoutMs ?? 600_000;
+  if (!(typeof approvalTimeoutMs === 'number' && approvalTimeoutMs > 0))
+    throw new ConfigurationError('serveMcp: `approvalTimeoutMs` must be a positive number');
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   return new Observable<McpServeEvent>((subscriber) => {
     const server = new Server(
       { name: options.name ?? 'cubepi', version: options.version ?? '0.2.0' },
       { capabilities: { tools: {} } },
     );
-    server.setRequestHandler(ListToolsRequestSchema, () => ({
-      tools: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })),
-    }));
+    // MCP: nothing but pings before `initialize`. The SDK's Server would answer them as if initialized.
+    const initialized = () => {
+      if (server.getClientVersion() === undefined)
+        throw new McpError(ErrorCode.InvalidRequest, 'the session is not initialized: send initialize first');
+    };
+    // Form elicitation: declared as `elicitation.form`, or as an empty `elicitation` (before URL mode existed).
+    const canElicit = () => {
+      const elicitation = server.getClientCapabilities()?.elicitation;
+      return elicitation !== undefined && (elicitation.form !== undefined || elicitation.url === undefined);
+    };
+    const held = new HeldApprovals();
+    server.setRequestHandler(ListToolsRequestSchema, () => {
+      initialized();
+      return {
+        tools: tools
+          .filter((tool) => tool.withoutElicitation !== true || !canElicit())
+          .map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })),
+      };
+    });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+      initialized();
       const { name } = request.params;
       const tool = byName.get(name);
       if (tool === undefined) return errorResult(`Tool ${name} not found`);
@@ -122,7 +157,17 @@ export function serveMcp(
           })
           .catch(() => undefined); // a client that left cannot be told
       };
-      const result = await tool.run(request.params.arguments ?? {}, extra.signal, progress);
+      const ask = canElicit()
+        ? async (approval: ApprovalRequest) =>
+            answerOfElicitation(
+              await extra.sendRequest(
+                { method: 'elicitation/create', params: approvalElicitation(approval) as never },
+                ElicitResultSchema,
+                { signal: extra.signal, timeout: approvalTimeoutMs },
+              ),
+            )
+        : undefined;
+      const result = await tool.run(request.params.arguments ?? {}, { signal: extra.signal, progress, ask, held });
       subscriber.next({ type: 'call_end', tool: name, requestId: extra.requestId, isError: result.isError === true });
       return result;
     });
@@ -151,15 +196,23 @@ function servedTools(target: ServeMcpTarget, options: ServeMcpOptions): ServedTo
       name: options.toolName ?? 'ask_agent',
       description: options.toolDescription ?? 'Asks an agent to carry out a task and answers with its final reply',
       inputSchema: AGENT_INPUT,
-      run: (args, signal, progress) => {
+      run: (args, call) => {
         let agent: Agent;
         try {
           agent = agentOf();
         } catch (error) {
           return Promise.resolve(errorResult(`The agent could not be created: ${errorMessageOf(error)}`));
         }
-        return runAgent(agent, args, signal, progress);
+        return promptAgent(agent, args, call);
       },
+    });
+    served.push({
+      name: ANSWER_TOOL,
+      description:
+        "Answers an approval request of the agent (a tool call it may only make with your approval): approve runs the call, refuse tells the agent why. Answers with the agent's reply once every request of the batch is answered.",
+      inputSchema: ANSWER_INPUT,
+      withoutElicitation: true,
+      run: answerApproval,
     });
   }
   served.push(...(options.tools ?? []).map(servedTool));
@@ -179,66 +232,13 @@ function agentSource(target: Agent | (() => Agent)): () => Agent {
   return () => target;
 }
 
-/** One call of the agent tool: a run of the agent, cancelled by `signal`, its progress reported. */
-function runAgent(
-  agent: Agent,
-  args: unknown,
-  signal: AbortSignal,
-  progress: (message: string) => void,
-): Promise<McpCallResult> {
-  const prompt = (args as { prompt?: unknown } | null)?.prompt;
-  if (typeof prompt !== 'string') return Promise.resolve(errorResult('Invalid arguments: `prompt` must be a string'));
-  return new Promise<McpCallResult>((resolve) => {
-    let end: AgentEndEvent | undefined;
-    // The run gets the request's signal: a cancelled request cancels the run, which then closes itself and completes.
-    // eslint-disable-next-line rxjs-x/no-ignored-subscription
-    agent.prompt$(prompt, { signal }).subscribe({
-      next: (event) => {
-        if (event.type === 'agent_end') end = event;
-        const message = progressMessage(event);
-        if (message !== undefined) progress(message);
-      },
-      error: (error: unknown) => resolve(errorResult(`The agent failed: ${errorMessageOf(error)}`)),
-      complete: () => resolve(agentAnswer(end)),
-    });
-  });
-}
-
-function progressMessage(event: AgentEvent): string | undefined {
-  switch (event.type) {
-    case 'turn_start':
-      return `turn ${event.turnIndex + 1}`;
-    case 'tool_execution_start':
-      return `calling ${event.toolName}`;
-    case 'tool_execution_end':
-      return `${event.toolName} ${event.isError ? 'failed' : 'done'}`;
-    case 'message_end':
-      return event.message.role === 'assistant' ? textOf(event.message).slice(0, 1_000) || undefined : undefined;
-    default:
-      return undefined;
-  }
-}
-
-function agentAnswer(end: AgentEndEvent | undefined): McpCallResult {
-  if (end === undefined) return errorResult('The agent run did not end');
-  let last: Message | undefined;
-  for (let i = end.messages.length - 1; i >= 0 && last === undefined; i--) {
-    if (end.messages[i]!.role === 'assistant') last = end.messages[i];
-  }
-  if (end.outcome === 'completed' || end.outcome === 'stopped') {
-    return { content: [{ type: 'text', text: last === undefined ? '' : textOf(last) }] };
-  }
-  const why = last?.role === 'assistant' && last.errorMessage !== undefined ? `: ${last.errorMessage}` : '';
-  return errorResult(`The agent run ended ${end.outcome}${why}`);
-}
-
 /** A cubepi tool served as an MCP tool: validated as in a run, executed with the request's signal. */
 function servedTool(tool: AnyAgentTool): ServedTool {
   return {
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputSchema,
-    run: async (args, signal, progress) => {
+    run: async (args, { signal, progress }) => {
       const validated = await validateToolArguments(tool, args);
       if (!validated.ok) return errorResult(validated.message);
       try {
@@ -309,8 +309,4 @@ function settleTool(
         done(() => (has ? resolve(last!) : reject(new Error(`Tool ${tool.name} completed without a result`)))),
     });
   });
-}
-
-function errorResult(text: string): McpCallResult {
-  return { content: [{ type: 'text', text }], isError: true };
 }

@@ -288,7 +288,7 @@ describe('mcpTools over stdio: the server process', () => {
     const [huge] = results(await runCalls(tools, [{ name: 'huge', args: {} }]));
     expect(huge!.isError).toBe(true);
     expect(resultText(huge!)).toBe(
-      'MCP server test-tools closed the connection during the call (ReadBuffer exceeded maximum size of 1048576 bytes); it will be restarted on the next call',
+      'MCP server test-tools sent a message over maxMessageBytes (1048576 bytes) during the call: the connection was closed; it will be restarted on the next call',
     );
     const [echo] = results(await runCalls(tools, [{ name: 'echo', args: { text: 'again' } }]));
     expect(resultText(echo!)).toBe('echo: again');

@@ -96,7 +96,7 @@ describe.each([
   ['Streamable HTTP', connectHttp],
   ['in-memory transport', connectInMemory],
 ])('serveMcp: an agent as an MCP tool, over %s', (_label, connect) => {
-  it('lists one tool, answers a prompt with the final text, and streams progress from the run', async () => {
+  it('lists the agent tool (and answer_approval, for a client without elicitation), answers a prompt with the final text, and streams progress from the run', async () => {
     const agent = new Agent({
       provider: new FauxProvider({
         responses: [fauxMessage([fauxToolCall('weather', { city: 'Paris' })]), fauxMessage('Sunny, 21 °C.')],
@@ -111,6 +111,7 @@ describe.each([
         name: 'ask_agent',
         inputSchema: expect.objectContaining({ type: 'object', required: ['prompt'] }),
       }),
+      expect.objectContaining({ name: 'answer_approval' }),
     ]);
     const progress: { progress: number; message?: string | undefined }[] = [];
     const result = await client.callTool({ name: 'ask_agent', arguments: { prompt: 'Weather in Paris?' } }, undefined, {
@@ -190,7 +191,7 @@ describe('serveMcp: the server', () => {
       },
       { tools: [weather], toolName: 'ask' },
     );
-    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['ask', 'weather']);
+    expect((await client.listTools()).tools.map((tool) => tool.name)).toEqual(['ask', 'answer_approval', 'weather']);
     const answers = await Promise.all([
       client.callTool({ name: 'ask', arguments: { prompt: 'one' } }),
       client.callTool({ name: 'ask', arguments: { prompt: 'two' } }),
