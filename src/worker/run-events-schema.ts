@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { inTransaction } from './pg-transaction.js';
 
 /** Where one log's rows live, and the names derived from it. @internal */
 export interface RunEventTables {
@@ -93,19 +94,11 @@ export function migrateRunEvents(pool: pg.Pool, t: RunEventTables): Promise<void
  * Runs `ddl` in one transaction under `pg_advisory_xact_lock(lockClass, hashtext(schema))`, creating `schema` first
  * if it is missing (asked first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when it exists). @internal
  */
-export async function migrateUnderLock(pool: pg.Pool, lockClass: number, schema: string, ddl: string): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+export function migrateUnderLock(pool: pg.Pool, lockClass: number, schema: string, ddl: string): Promise<void> {
+  return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [lockClass, schema]);
     const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
     if (exists.rowCount === 0) await client.query(`CREATE SCHEMA "${schema}"`);
     await client.query(ddl);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

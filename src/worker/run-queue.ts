@@ -16,6 +16,7 @@ import type { Message } from '../types/messages.js';
 import type { WireError, WireFrame } from '../wire/frames.js';
 import { RunQueueError } from './errors.js';
 import { createRunEventLog, type RunEventLog } from './run-event-log.js';
+import { inTransaction } from './pg-transaction.js';
 import { IDENTIFIER, runEventTables } from './run-events-schema.js';
 import { migrateRuns, runTables, type RunTables } from './runs-schema.js';
 
@@ -280,9 +281,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
       const checked = checkRequest(request);
       const instance = await boss();
       const runId = randomUUID();
-      const client = await pool.connect().catch(database(runId, 'enqueue'));
-      try {
-        await client.query('BEGIN');
+      await inTransaction(pool, async (client) => {
         await client.query(`INSERT INTO ${tables.runs} (run_id, thread_id, agent, request) VALUES ($1, $2, $3, $4)`, [
           runId,
           checked.threadId,
@@ -295,14 +294,8 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
           singletonKey: checked.threadId,
           db: { executeSql: (text, values) => client.query(text, values) },
         });
-        await client.query('COMMIT');
-        return runId;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        return database(runId, 'enqueue')(error);
-      } finally {
-        client.release();
-      }
+      }).catch(database(runId, 'enqueue'));
+      return runId;
     },
 
     async cancel(runId, reason = 'cancelled') {
@@ -527,12 +520,13 @@ function readPosition(options: RunReadOptions): number {
   return after;
 }
 
-/** The connection settings pg-boss and the worker's listener use: the pool's own. */
+/** The connection settings pg-boss and the worker's listener use: the pool's own (its application_name too). */
 function connectionOf(pool: pg.Pool, connectionString: string | undefined): pg.ClientConfig {
   if (connectionString !== undefined) return { connectionString };
   const o = (pool as unknown as { options: pg.PoolConfig }).options;
   const config: pg.ClientConfig = {};
-  for (const key of ['connectionString', 'host', 'port', 'database', 'user', 'password', 'ssl'] as const) {
+  const keys = ['connectionString', 'host', 'port', 'database', 'user', 'password', 'ssl'] as const;
+  for (const key of [...keys, 'application_name', 'connectionTimeoutMillis'] as const) {
     if (o[key] !== undefined) (config as Record<string, unknown>)[key] = o[key];
   }
   return config;

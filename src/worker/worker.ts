@@ -482,17 +482,39 @@ class CancelListener {
       }
     });
     client.on('error', (error) => {
-      if (this.stopped) return;
+      if (this.stopped || client !== this.client) return;
       this.onError(new RunQueueError('database', '', 'the cancel listener lost its connection; reconnecting', error));
       void client.end().catch(() => {});
       this.client = undefined;
-      this.retry = setTimeout(() => void this.start(true).catch((e: unknown) => this.onError(e)), 1000);
+      this.reconnect(0);
     });
-    await client.connect();
-    await client.query(`LISTEN "${this.internal.tables.cancelChannel}"`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.internal.tables.cancelChannel}"`);
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
     this.client = client;
     if (this.stopped) await this.stop();
     else if (reconnecting) await this.recheck();
+  }
+
+  /** Makes the connection again after a pause, and again (longer pauses) for as long as that fails. */
+  private reconnect(failures: number): void {
+    if (this.stopped) return;
+    this.retry = setTimeout(
+      () =>
+        void this.start(true).catch((error: unknown) => {
+          if (this.client !== undefined || this.stopped) {
+            this.onError(error); // connected, but the check of the runs cancelled meanwhile failed
+            return;
+          }
+          this.onError(new RunQueueError('database', '', 'the cancel listener could not reconnect', error));
+          this.reconnect(failures + 1);
+        }),
+      Math.min(1000 * 2 ** failures, 10_000),
+    );
   }
 
   async stop(): Promise<void> {

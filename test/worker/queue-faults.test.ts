@@ -1,0 +1,152 @@
+// The run queue when PostgreSQL terminates its connections (issue 36): a failure is a RunQueueError `database`, the
+// process lives (an 'error' event nobody hears is thrown from the socket callback: `uncaughtException`, which in a
+// plain Node process is the crash), nothing is half-written, and the next call works. Only the backends of the test's
+// own connections are terminated, found by their application_name (the schema's name): other files share the server.
+import type pg from 'pg';
+import { lastValueFrom, toArray } from 'rxjs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRunQueue, RunQueueError, startWorker, type RunQueue, type RunWorker } from 'cubepi/worker';
+import {
+  dropSchema,
+  pgAvailable,
+  requirePostgres,
+  terminateBackendWhileWaiting,
+  testPool,
+  uniqueSchema,
+} from '../checkpoint/postgres-server.js';
+import { createEffectsTable, queueAgents } from './fixtures/queue-agents.js';
+import { startPgProxy, type TcpProxy } from './tcp-proxy.js';
+
+requirePostgres();
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// What would have crashed the process during the test (messages only: a pg error drags its whole client along).
+const crashes: string[] = [];
+const onCrash = (error: unknown) => crashes.push(error instanceof Error ? error.message : String(error));
+
+describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
+  let admin: pg.Pool;
+  let pool: pg.Pool;
+  let schema: string;
+  let queue: RunQueue;
+  const workers: RunWorker[] = [];
+  const proxies: TcpProxy[] = [];
+
+  beforeEach(() => {
+    process.on('uncaughtException', onCrash);
+    process.on('unhandledRejection', onCrash);
+    schema = uniqueSchema('qf');
+    admin = testPool({ max: 3 });
+    pool = testPool({ max: 6, application_name: schema });
+    queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss` });
+  });
+  afterEach(async () => {
+    for (const worker of workers.splice(0)) await worker.stop({ graceMs: 0 });
+    await queue.close();
+    for (const proxy of proxies.splice(0)) await proxy.close();
+    await pool.end();
+    await dropSchema(admin, schema);
+    await dropSchema(admin, `${schema}_boss`);
+    await admin.end();
+    process.off('uncaughtException', onCrash);
+    process.off('unhandledRejection', onCrash);
+    crashes.length = 0;
+  });
+
+  const terminateWhileWaiting = (lockSql: string, operation: () => Promise<unknown>) =>
+    terminateBackendWhileWaiting(admin, schema, lockSql, operation);
+
+  async function waitUntil(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
+    const until = Date.now() + ms;
+    while (!(await check())) {
+      if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
+      await sleep(50);
+    }
+  }
+
+  /** Waits until the pool has seen the socket close (the 'error' event that crashed the process comes with it). */
+  async function settle(): Promise<void> {
+    await sleep(50);
+    await pool.query('SELECT 1');
+  }
+
+  it('enqueue whose connection is terminated inside its transaction rejects with RunQueueError database; the process lives, nothing is half-written', async () => {
+    await queue.start();
+    const error = await terminateWhileWaiting(`LOCK TABLE "${schema}".cubepi_runs IN ACCESS EXCLUSIVE MODE`, () =>
+      queue.enqueue({ threadId: 't', agent: 'notes', input: 'hello' }),
+    );
+    await settle();
+    expect(crashes).toEqual([]);
+    expect(error).toBeInstanceOf(RunQueueError);
+    expect(error).toMatchObject({ reason: 'database' });
+    // Nothing of it stayed: no row, no job.
+    const { rows } = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}".cubepi_runs`);
+    expect(rows[0]!.n).toBe(0);
+    const jobs = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${schema}_boss".job`);
+    expect(jobs.rows[0]!.n).toBe(0);
+    // The next one works.
+    const runId = await queue.enqueue({ threadId: 't', agent: 'notes', input: 'again' });
+    expect(await queue.run(runId)).toMatchObject({ status: 'queued', threadId: 't' });
+  });
+
+  it('creating the tables on a connection terminated while it waits for the migration lock rejects with RunQueueError database; the process lives, the next start works', async () => {
+    // The lock migrateUnderLock takes for the runs table: class "crrq", the schema's hash.
+    const error = await terminateWhileWaiting(
+      `SELECT pg_advisory_xact_lock(${0x63727271}, hashtext('${schema}'))`,
+      () => queue.start(),
+    );
+    await settle();
+    expect(crashes).toEqual([]);
+    expect(error).toBeInstanceOf(RunQueueError);
+    expect(error).toMatchObject({ reason: 'database' });
+    await queue.start();
+    const runId = await queue.enqueue({ threadId: 't', agent: 'notes', input: 'hello' });
+    expect(await queue.run(runId)).toMatchObject({ status: 'queued' });
+  });
+
+  it("a worker's cancel listener whose connection is terminated while PostgreSQL refuses connections keeps reconnecting; cancel from another process works again", async () => {
+    const proxy = await startPgProxy();
+    proxies.push(proxy);
+    await queue.close();
+    await pool.end();
+    pool = testPool({ max: 6, application_name: schema, host: '127.0.0.1', port: proxy.port });
+    queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss` });
+    await createEffectsTable(pool, schema);
+    const errors: unknown[] = [];
+    workers.push(
+      await startWorker({
+        queue,
+        agents: queueAgents({ pool, schema, delayMs: 30 }),
+        onError: (error) => errors.push(error),
+      }),
+    );
+    const listenerPid = async () => {
+      const { rows } = await admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN "cubepi_cancel_%'`,
+        [schema],
+      );
+      return rows[0]?.pid;
+    };
+    const first = await listenerPid();
+    expect(first).toBeDefined();
+    proxy.refusing = true;
+    await admin.query('SELECT pg_terminate_backend($1)', [first]);
+    // Its first attempt to reconnect is refused.
+    await waitUntil('a reconnect was refused', async () => proxy.refused > 0);
+    proxy.refusing = false;
+    await waitUntil('the listener is back', async () => {
+      const pid = await listenerPid();
+      return pid !== undefined && pid !== first;
+    });
+    expect(crashes).toEqual([]);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.every((error) => error instanceof RunQueueError && error.reason === 'database')).toBe(true);
+    // Cancelled from the queue (as another process would): the worker hears it and stops the run.
+    const runId = await queue.enqueue({ threadId: 'c', agent: 'notes', input: 'a long one' });
+    const events = lastValueFrom(queue.events(runId).pipe(toArray()));
+    await waitUntil('the run streams', async () => (await queue.log.lastSeq(runId)) > 3);
+    expect(await queue.cancel(runId, 'stop pressed')).toBe(true);
+    expect((await events).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+  });
+});
