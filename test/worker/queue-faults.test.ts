@@ -3,9 +3,19 @@
 // plain Node process is the crash), nothing is half-written, and the next call works. Only the backends of the test's
 // own connections are terminated, found by their application_name (the schema's name): other files share the server.
 import type pg from 'pg';
-import { lastValueFrom, toArray } from 'rxjs';
+import { lastValueFrom, toArray, type Observable } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createRunQueue, RunQueueError, startWorker, type RunQueue, type RunWorker } from 'cubepi/worker';
+import {
+  createRunEventLog,
+  createRunQueue,
+  RunEventLogError,
+  RunQueueError,
+  startWorker,
+  type RunQueue,
+  type RunWorker,
+  type WireFrame,
+} from 'cubepi/worker';
+import { channelOf } from '../../src/worker/run-events-schema.js';
 import {
   dropSchema,
   pgAvailable,
@@ -15,6 +25,7 @@ import {
   uniqueSchema,
 } from '../checkpoint/postgres-server.js';
 import { createEffectsTable, queueAgents } from './fixtures/queue-agents.js';
+import { plain, scriptedRun } from './run-frames.js';
 import { startPgProxy, type TcpProxy } from './tcp-proxy.js';
 
 requirePostgres();
@@ -148,5 +159,70 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
     await waitUntil('the run streams', async () => (await queue.log.lastSeq(runId)) > 3);
     expect(await queue.cancel(runId, 'stop pressed')).toBe(true);
     expect((await events).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+  });
+
+  describe('the run-event log', () => {
+    const all = (frames: Observable<WireFrame>) => lastValueFrom(frames.pipe(toArray()));
+    // The lock the append function takes for a run: held, an append waits for it, and its backend is terminated.
+    const runLock = (runId: string) =>
+      `SELECT pg_advisory_xact_lock(hashtextextended('${channelOf(schema, runId)}', 0))`;
+
+    it('the batch queued behind a failed append is refused unwritten, never stored after a gap; appended again in order, the stream is dense', async () => {
+      const log = createRunEventLog({ pool, schema });
+      await log.migrate();
+      const frames = scriptedRun('gap', 2, 3);
+      let behind: Promise<unknown> | undefined;
+      const error = await terminateWhileWaiting(runLock('gap'), () => {
+        const first = log.appendRunEvents('gap', frames.slice(0, 3));
+        behind = log.appendRunEvents('gap', frames.slice(3, 6)).catch((e: unknown) => e);
+        return first;
+      });
+      expect(error).toMatchObject({ reason: 'database' });
+      expect(await behind).toBeInstanceOf(RunEventLogError);
+      expect(await behind).toMatchObject({ reason: 'seq_order', runId: 'gap' });
+      await settle();
+      expect(crashes).toEqual([]);
+      expect(await log.lastSeq('gap')).toBe(0);
+      // The writer appends again from what is stored, in order.
+      await log.appendRunEvents('gap', frames);
+      expect(plain(await all(log.runEvents('gap')))).toEqual(plain(frames));
+      await log.close();
+    });
+
+    it('an append that does not start right after the stored seqs is refused, after a failed append and in a schema an older version made', async () => {
+      // A schema made by the version before (its append function took any greater seq), with a run of 2 frames.
+      const old = scriptedRun('old', 1, 2);
+      await admin.query(`CREATE SCHEMA "${schema}"`);
+      await admin.query(`CREATE TABLE "${schema}".cubepi_run_events (
+        run_id text NOT NULL, seq bigint NOT NULL, frame text NOT NULL, compact boolean NOT NULL,
+        base boolean NOT NULL, terminal boolean NOT NULL, appended_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (run_id, seq))`);
+      await admin.query(
+        `CREATE FUNCTION "${schema}".cubepi_append_run_events(p_run text, p_channel text, p_seqs bigint[],
+           p_frames text[], p_compact boolean[], p_base boolean[], p_terminal boolean[]) RETURNS void
+         LANGUAGE sql AS $$ INSERT INTO "${schema}".cubepi_run_events (run_id, seq, frame, compact, base, terminal)
+           SELECT p_run, u.* FROM unnest(p_seqs, p_frames, p_compact, p_base, p_terminal) AS u $$`,
+      );
+      const writer = createRunEventLog({ pool, schema });
+      await writer.appendRunEvents('old', old.slice(0, 2));
+      const log = createRunEventLog({ pool, schema });
+      const gap = await log.appendRunEvents('old', old.slice(3)).catch((e: unknown) => e);
+      expect(gap).toMatchObject({ reason: 'seq_order', runId: 'old' });
+      await log.appendRunEvents('old', old.slice(2));
+      expect(plain(await all(log.runEvents('old')))).toEqual(plain(old));
+      // A first append that is lost: a later call of the same writer, made once it failed, is refused too.
+      const frames = scriptedRun('lost', 1, 3);
+      const error = await terminateWhileWaiting(runLock('lost'), () => log.appendRunEvents('lost', frames.slice(0, 2)));
+      expect(error).toMatchObject({ reason: 'database' });
+      const later = await log.appendRunEvents('lost', frames.slice(2)).catch((e: unknown) => e);
+      expect(later).toMatchObject({ reason: 'seq_order', runId: 'lost' });
+      const fromAnother = await writer.appendRunEvents('lost', frames.slice(2)).catch((e: unknown) => e);
+      expect(fromAnother).toMatchObject({ reason: 'seq_order', runId: 'lost' });
+      expect(await log.lastSeq('lost')).toBe(0);
+      await settle();
+      expect(crashes).toEqual([]);
+      await writer.close();
+      await log.close();
+    });
   });
 });
