@@ -238,7 +238,23 @@ class RunExecutor {
         });
         return;
       }
-      const agent = await factory(threadId);
+      let agent: Agent;
+      try {
+        agent = await factory(threadId);
+        if (typeof (agent as Partial<Agent> | undefined)?.restore !== 'function') {
+          throw new TypeError(`it returned ${agent === null ? 'null' : typeof agent}, not an Agent`);
+        }
+      } catch (error) {
+        // The application's own code failed: its error is the run's, not a lost worker's (and another worker, taking
+        // the run at once, would most likely fail the same way).
+        const cause = toWireError(error);
+        await this.endWith(runId, lastSeq, 'error', {
+          name: cause.name,
+          message: `the agent factory ${JSON.stringify(agentName)} failed on worker ${this.workerId}: ${cause.message}`,
+          code: 'agent_factory',
+        });
+        return;
+      }
       try {
         await agent.restore();
         let baseCount = row.base_count;

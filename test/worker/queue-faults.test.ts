@@ -4,6 +4,7 @@
 // own connections are terminated, found by their application_name (the schema's name): other files share the server.
 import type pg from 'pg';
 import { lastValueFrom, toArray, type Observable } from 'rxjs';
+import { ConfigurationError } from 'cubepi';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   createRunEventLog,
@@ -159,6 +160,42 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
     await waitUntil('the run streams', async () => (await queue.log.lastSeq(runId)) > 3);
     expect(await queue.cancel(runId, 'stop pressed')).toBe(true);
     expect((await events).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+  });
+
+  it("a worker's agent factory that throws ends the run with its own error (agent_factory, its message kept), once, not retried as a lost worker; the thread goes on", async () => {
+    await createEffectsTable(pool, schema);
+    const calls = { broken: 0, empty: 0 };
+    workers.push(
+      await startWorker({
+        queue,
+        agents: {
+          ...queueAgents({ pool, schema }),
+          broken: () => {
+            calls.broken++;
+            throw new ConfigurationError('no API key for the model of "broken"');
+          },
+          empty: async () => {
+            calls.empty++;
+            return undefined as never;
+          },
+        },
+      }),
+    );
+    const bad = await queue.enqueue({ threadId: 'f', agent: 'broken', input: 'hi' });
+    const empty = await queue.enqueue({ threadId: 'f', agent: 'empty', input: 'hi' });
+    const next = await queue.enqueue({ threadId: 'f', agent: 'notes', input: 'next' });
+    const error = await lastValueFrom(queue.events(bad)).catch((e: unknown) => e);
+    expect(error).toMatchObject({ reason: 'run_failed', cause: { code: 'agent_factory', name: 'ConfigurationError' } });
+    expect((error as RunQueueError).message).toContain('no API key for the model of "broken"');
+    expect(await queue.run(bad)).toMatchObject({ status: 'ended', outcome: 'error', attempts: 1 });
+    const notAgent = await lastValueFrom(queue.events(empty)).catch((e: unknown) => e);
+    expect(notAgent).toMatchObject({ reason: 'run_failed', cause: { code: 'agent_factory', name: 'TypeError' } });
+    expect((notAgent as RunQueueError).message).toContain('not an Agent');
+    expect((await lastValueFrom(queue.events(next).pipe(toArray()))).at(-1)).toMatchObject({
+      type: 'agent_end',
+      outcome: 'completed',
+    });
+    expect(calls).toEqual({ broken: 1, empty: 1 });
   });
 
   describe('the run-event log', () => {
