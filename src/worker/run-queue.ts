@@ -43,8 +43,9 @@ export interface RunQueueOptions {
   /** How often pg-boss looks for silent workers (default 2 seconds). */
   readonly superviseIntervalSeconds?: number | undefined;
   /**
-   * How many times a run whose worker died is taken again (default 3). A run whose workers died more often ends with
-   * a `run_error` frame (`code` `worker_lost`) instead of blocking its thread.
+   * How many times a run whose attempt was lost is taken again (default 3): its worker died or lost its lease, or
+   * PostgreSQL failed under it. A run lost more often ends with a `run_error` frame (`code` `worker_lost`, the last
+   * loss's cause in its message) instead of blocking its thread.
    */
   readonly retryLimit?: number | undefined;
   /** Connections in pg-boss's pool (default 4). */
@@ -159,6 +160,8 @@ export interface QueueInternals {
   readonly tables: RunTables;
   readonly queueName: string;
   readonly retryLimit: number;
+  /** pg-boss's supervise interval: how often a worker looks for runs whose jobs failed for good. */
+  readonly superviseIntervalSeconds: number;
   readonly connection: pg.ClientConfig;
   readonly log: RunEventLog;
   /** The run-event log's table, qualified. */
@@ -441,6 +444,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
     tables,
     queueName,
     retryLimit,
+    superviseIntervalSeconds,
     connection,
     log,
     logTable: runEventTables(schema).events,

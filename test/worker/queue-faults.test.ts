@@ -26,6 +26,7 @@ import {
   uniqueSchema,
 } from '../checkpoint/postgres-server.js';
 import { createEffectsTable, queueAgents } from './fixtures/queue-agents.js';
+import { random } from '../cutting-fetch.js';
 import { plain, scriptedRun } from './run-frames.js';
 import { startPgProxy, type TcpProxy } from './tcp-proxy.js';
 
@@ -44,6 +45,7 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
   let queue: RunQueue;
   const workers: RunWorker[] = [];
   const proxies: TcpProxy[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
 
   beforeEach(() => {
     process.on('uncaughtException', onCrash);
@@ -55,6 +57,7 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
   });
   afterEach(async () => {
     for (const worker of workers.splice(0)) await worker.stop({ graceMs: 0 });
+    for (const cleanup of cleanups.splice(0)) await cleanup();
     await queue.close();
     for (const proxy of proxies.splice(0)) await proxy.close();
     await pool.end();
@@ -197,6 +200,147 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
     });
     expect(calls).toEqual({ broken: 1, empty: 1 });
   });
+
+  it("a run whose job failed for good (its last attempt's connection terminated) ends worker_lost with that cause and its terminal frame; its thread goes on", async () => {
+    await queue.close();
+    // No retry: the first failed attempt is the last.
+    queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss`, retryLimit: 0 });
+    await createEffectsTable(pool, schema);
+    await queue.start();
+    const first = await queue.enqueue({ threadId: 'held', agent: 'notes', input: 'first' });
+    const second = await queue.enqueue({ threadId: 'held', agent: 'notes', input: 'second' });
+    const worker = startWorker({ queue, agents: queueAgents({ pool, schema }), onError: () => {} });
+    // The worker's first statement of the run waits for the run's row, and its backend is terminated there.
+    await terminateWhileWaiting(
+      `SELECT 1 FROM "${schema}".cubepi_runs WHERE run_id = '${first}' FOR UPDATE`,
+      async () => {
+        workers.push(await worker);
+      },
+    );
+    const frames = await lastValueFrom(queue.frames(first).pipe(toArray()));
+    expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
+    expect(frames.at(-1)).toMatchObject({ kind: 'error', error: { code: 'worker_lost' } });
+    const run = await queue.run(first);
+    expect(run).toMatchObject({ status: 'ended', outcome: 'error', error: { code: 'worker_lost' } });
+    expect(run!.error!.message).toMatch(/terminat/);
+    expect((await lastValueFrom(queue.events(second).pipe(toArray()))).at(-1)).toMatchObject({
+      type: 'agent_end',
+      outcome: 'completed',
+    });
+    expect(crashes).toEqual([]);
+  });
+
+  it.each([3, 8])(
+    'under terminated backends (seed %i) every acknowledged run ends with its terminal frame, streams are dense, threads keep their order and go on',
+    async (seed) => {
+      const rand = random(seed);
+      await createEffectsTable(pool, schema);
+      // One retry: a run whose two attempts are lost has used its retries (its job fails for good).
+      await queue.close();
+      queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss`, retryLimit: 1 });
+      await queue.start();
+      // Two workers, each on a queue and a pool of its own (as in their own processes), named like the test's pool.
+      for (const id of ['w1', 'w2']) {
+        const own = testPool({ max: 6, application_name: schema });
+        const ownQueue = createRunQueue({ pool: own, schema, bossSchema: `${schema}_boss`, retryLimit: 1 });
+        cleanups.push(async () => {
+          await ownQueue.close();
+          await own.end();
+        });
+        workers.push(
+          await startWorker({
+            queue: ownQueue,
+            workerId: id,
+            concurrency: 3,
+            agents: queueAgents({ pool: own, schema, delayMs: 2, toolMs: 10, workerId: id }),
+            onError: () => {},
+          }),
+        );
+      }
+      const threads = 8;
+      const acknowledged: { runId: string; threadId: string; prompt: string }[] = [];
+      let killing = true;
+      let kills = 0;
+      const killer = (async () => {
+        while (killing) {
+          await sleep(100 + Math.floor(rand() * 400));
+          const { rows } = await admin.query<{ n: number }>(
+            `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+             WHERE application_name = $1 AND pid <> pg_backend_pid()`,
+            [schema],
+          );
+          kills += rows[0]!.n;
+        }
+      })();
+      for (let r = 0; r < 5; r++) {
+        for (let t = 0; t < threads; t++) {
+          const threadId = `thread-${t}`;
+          const prompt = `t${t}-r${r}`;
+          for (let attempt = 0; attempt < 50; attempt++) {
+            const runId = await queue.enqueue({ threadId, agent: 'notes', input: prompt }).catch((e: unknown) => e);
+            if (typeof runId === 'string') {
+              acknowledged.push({ runId, threadId, prompt });
+              break;
+            }
+            expect(runId).toMatchObject({ reason: 'database' });
+            // An enqueue that failed may still have committed (its COMMIT's answer lost): that run is not counted.
+          }
+        }
+        await sleep(150 + Math.floor(rand() * 300));
+      }
+      killing = false;
+      await killer;
+      expect(kills).toBeGreaterThan(20);
+      // Every acknowledged run ends, and so does every other run that was committed.
+      await waitUntil(
+        'every run ended',
+        async () => {
+          const { rows } = await admin.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM "${schema}".cubepi_runs WHERE status <> 'ended'`,
+          );
+          return rows[0]!.n === 0;
+        },
+        45_000,
+      );
+      expect(crashes).toEqual([]);
+      const { rows: runs } = await admin.query<{
+        run_id: string;
+        thread_id: string;
+        outcome: string;
+        error: { code?: string; message: string } | null;
+        started_at: Date | null;
+        ended_at: Date;
+      }>(`SELECT * FROM "${schema}".cubepi_runs ORDER BY created_at`);
+      const outcomes = new Map<string, number>();
+      for (const run of runs) {
+        const key = run.error?.code ?? run.outcome;
+        outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+        const frames = await lastValueFrom(queue.frames(run.run_id).pipe(toArray()));
+        // Dense, one terminal frame, last.
+        expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
+        expect(frames.at(-1)?.kind).toBe(run.outcome === 'error' ? 'error' : 'end');
+        expect(frames.filter((f) => f.kind !== 'event')).toHaveLength(1);
+        if (run.outcome === 'completed') {
+          const events = frames.flatMap((f) => (f.kind === 'event' ? [f.event] : []));
+          expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+        }
+        if (run.outcome === 'error') {
+          // Ended for its lost attempts, with their cause.
+          expect(run.error).toMatchObject({ code: 'worker_lost' });
+        }
+      }
+      for (const { runId } of acknowledged) expect(runs.some((run) => run.run_id === runId)).toBe(true);
+      // Per thread, each run started after the one before it had ended.
+      for (let t = 0; t < threads; t++) {
+        const mine = runs.filter((run) => run.thread_id === `thread-${t}` && run.started_at !== null);
+        for (let i = 1; i < mine.length; i++) {
+          expect(mine[i]!.started_at!.getTime()).toBeGreaterThanOrEqual(mine[i - 1]!.ended_at.getTime());
+        }
+      }
+      console.log(`seed ${seed}: ${kills} backends terminated, ${runs.length} runs:`, Object.fromEntries(outcomes));
+    },
+    90_000,
+  );
 
   describe('the run-event log', () => {
     const all = (frames: Observable<WireFrame>) => lastValueFrom(frames.pipe(toArray()));
