@@ -325,8 +325,9 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
           expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
         }
         if (run.outcome === 'error') {
-          // Ended for its lost attempts, with their cause.
-          expect(run.error).toMatchObject({ code: 'worker_lost' });
+          // Ended typed, with its cause: its attempts were lost, or a checkpoint write of the run failed.
+          expect(['worker_lost', 'checkpoint_error']).toContain(run.error?.code);
+          if (run.error?.code === 'worker_lost') expect(run.error.message).toContain('; the last: ');
         }
       }
       for (const { runId } of acknowledged) expect(runs.some((run) => run.run_id === runId)).toBe(true);
@@ -337,7 +338,16 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
           expect(mine[i]!.started_at!.getTime()).toBeGreaterThanOrEqual(mine[i - 1]!.ended_at.getTime());
         }
       }
-      console.log(`seed ${seed}: ${kills} backends terminated, ${runs.length} runs:`, Object.fromEntries(outcomes));
+      // A `note` effect twice is issue 36 item 4 (a tool runs before the message that asked for it is stored), not
+      // asserted here; counted for the record.
+      const { rows: twice } = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM (SELECT text FROM "${schema}".effects GROUP BY text HAVING count(*) > 1) d`,
+      );
+      console.log(
+        `seed ${seed}: ${kills} backends terminated, ${runs.length} runs:`,
+        Object.fromEntries(outcomes),
+        `effects twice: ${twice[0]!.n}`,
+      );
     },
     90_000,
   );
