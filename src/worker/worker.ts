@@ -496,14 +496,14 @@ function queueLog(internal: QueueInternals, runId: string) {
   };
 }
 
-/** The `worker_lost` error of a run lost `retries + 1` times; `output`: what pg-boss stored of the last loss. */
-function lostError(runId: string, retries: number, output: unknown): WireError {
+/** The `worker_lost` error of a run whose attempts were lost `lost` times; `output`: pg-boss's record of the last. */
+function lostError(runId: string, lost: number, output: unknown): WireError {
   const cause = lossOf(output);
   return {
     name: 'RunQueueError',
     message:
-      `run ${runId} was not run again: ${retries + 1} attempts were lost (a worker died or lost its lease, or ` +
-      `PostgreSQL failed under it)${cause === undefined ? '' : `; the last: ${cause}`}`,
+      `run ${runId} was not run again: ${lost} ${lost === 1 ? 'attempt was' : 'attempts were'} lost (a worker ` +
+      `died or lost its lease, or PostgreSQL failed under it)${cause === undefined ? '' : `; the last: ${cause}`}`,
     code: 'worker_lost',
   };
 }
@@ -562,7 +562,7 @@ class LostRunSweeper {
       if (this.stopped) return;
       const job = await this.failedJob(threadId);
       if (job === undefined) continue;
-      await this.runner.endLost(job.data.runId, lostError(job.data.runId, job.retryCount, job.output));
+      await this.runner.endLost(job.data.runId, lostError(job.data.runId, job.retryCount + 1, job.output));
       await this.boss.deleteJob(queueName, job.id);
     }
   }

@@ -222,7 +222,7 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
     expect(frames.at(-1)).toMatchObject({ kind: 'error', error: { code: 'worker_lost' } });
     const run = await queue.run(first);
     expect(run).toMatchObject({ status: 'ended', outcome: 'error', error: { code: 'worker_lost' } });
-    expect(run!.error!.message).toMatch(/terminat/);
+    expect(run!.error!.message).toMatch(/: 1 attempt was lost .*; the last: .*terminat/);
     expect((await lastValueFrom(queue.events(second).pipe(toArray()))).at(-1)).toMatchObject({
       type: 'agent_end',
       outcome: 'completed',
