@@ -6,7 +6,10 @@ import { CubepiError } from '../types/errors.js';
 
 /** Why a run-event log operation failed; see {@link RunEventLogError}. */
 export type RunEventLogFailure =
-  /** An append whose first seq is not greater than the run's last stored seq (a second writer, or a replayed batch). */
+  /**
+   * An append that does not continue the run's stored seqs (a second writer, a replayed batch, a gap), or one queued
+   * behind an append that failed.
+   */
   | 'seq_order'
   /** An append to a run whose terminal frame (`end` or `error`) is already stored. */
   | 'run_ended'

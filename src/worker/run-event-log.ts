@@ -58,11 +58,13 @@ export interface RunEventLog {
   /** Creates the schema, table and function now (optional: the first call does it). */
   migrate(): Promise<void>;
   /**
-   * Appends `frames` (one run's, seqs strictly increasing, the first greater than the run's last stored seq, at most
-   * one terminal frame and only last) in one statement, then wakes the run's readers. Calls for one run are written
-   * in call order, and calls made while one is in flight are merged into the next statement. Rejects with
-   * `InvalidInputError` for frames out of order (nothing written), `RunEventLogError` `seq_order` or `run_ended` when
-   * the stored run refuses them (nothing written), `database` otherwise (outcome unknown: read to know).
+   * Appends `frames` (one run's, seqs consecutive, the first the run's last stored seq plus one — 1 for a run with
+   * none —, at most one terminal frame and only last) in one statement, then wakes the run's readers: a run's stored
+   * seqs are dense. Calls for one run are written in call order, and calls made while one is in flight are merged
+   * into the next statement. Rejects with `InvalidInputError` for frames out of order (nothing written),
+   * `RunEventLogError` `seq_order` or `run_ended` when the stored run refuses them (nothing written), `database`
+   * otherwise (outcome unknown: read to know). When a call fails, the calls queued behind it fail `seq_order`
+   * unwritten (they would follow a gap); append again from `lastSeq`, in order.
    */
   appendRunEvents(runId: string, frames: readonly WireFrame[]): Promise<void>;
   /**
@@ -79,8 +81,8 @@ export interface RunEventLog {
   lastSeq(runId: string): Promise<number>;
   /**
    * Retention: deletes every run whose last frame was appended before `date`, whole (never part of a run), ended or
-   * not; resolves with the number of runs deleted. A run that is silent that long and then appends again starts
-   * over from its next seq (a reader from 0 would see it begin there).
+   * not; resolves with the number of runs deleted. A run that is silent that long and then appends again is refused
+   * (`seq_order`) unless it starts over at seq 1.
    */
   deleteRunEventsBefore(date: Date): Promise<number>;
   /**
@@ -276,13 +278,22 @@ class PostgresRunEventLog implements RunEventLog {
         writer.snapshot = rows.snapshot;
         for (const pending of batch) pending.resolve();
       } catch (error) {
-        // The next update goes whole; the calls queued behind this one may still continue the run.
+        // The calls queued behind this one are refused unwritten: written, they would follow a gap when this one did
+        // not land (a lost connection leaves that unknown). Their caller appends again from the stored last seq, in
+        // order: what the table holds decides which seq comes next (the next update goes whole).
+        const behind = writer.queue;
+        writer.queue = [];
         writer.snapshot = undefined;
-        if (writer.queue.length === 0) {
-          writer.queuedSeq = frames[0]!.seq - 1; // a retry of these frames (after reading lastSeq) is accepted
-          writer.ended = false;
-        }
+        writer.queuedSeq = 0;
+        writer.ended = false;
         for (const pending of batch) pending.reject(error);
+        const refused = new RunEventLogError(
+          'seq_order',
+          runId,
+          `run "${runId}": not written, the append before it (from seq ${frames[0]!.seq}) failed`,
+          error,
+        );
+        for (const pending of behind) pending.reject(refused);
       }
     }
     writer.flushing = false;
@@ -306,7 +317,10 @@ class PostgresRunEventLog implements RunEventLog {
   }
 }
 
-/** Why `frames` cannot follow seq `previous` (seqs strictly increasing, a terminal frame only last), else undefined. */
+/**
+ * Why `frames` cannot follow seq `previous` (seqs consecutive and after it, a terminal frame only last), else
+ * undefined.
+ */
 function checkBatch(frames: readonly WireFrame[], previous: number): string | undefined {
   let last = previous;
   for (let i = 0; i < frames.length; i++) {
@@ -314,6 +328,7 @@ function checkBatch(frames: readonly WireFrame[], previous: number): string | un
     if (!Number.isSafeInteger(frame.seq) || frame.seq <= last) {
       return `frame seq ${String(frame.seq)} is not after seq ${last}`;
     }
+    if (i > 0 && frame.seq !== last + 1) return `frame seq ${frame.seq} does not follow seq ${last} (a gap)`;
     if (frame.kind !== 'event' && i !== frames.length - 1)
       return `a ${frame.kind} frame (seq ${frame.seq}) is not last`;
     last = frame.seq;

@@ -4,6 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
+import { inTransaction } from './pg-transaction.js';
 
 /** Where one log's rows live, and the names derived from it. @internal */
 export interface RunEventTables {
@@ -17,12 +18,21 @@ export interface RunEventTables {
 /** Schema names we accept: letters, digits and `_` (they are spliced into SQL, quoted). */
 export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
 
+/**
+ * The append function's name, versioned: a changed check gets a new name, so a process of an older version that
+ * starts later (a rolling deploy) re-creates only its own function and never the newer processes'. Version 2 refuses
+ * a batch that does not start right after the stored seqs (`cubepi_append_run_events`, version 1, took any greater
+ * seq: the batch queued behind a failed one was written after a gap). An older function left in a schema is unused
+ * once no process of that version runs, and may be dropped. @internal
+ */
+export const APPEND_FUNCTION = 'cubepi_append_run_events_v2';
+
 /** The tables of a log in `schema`. @internal */
 export function runEventTables(schema: string): RunEventTables {
   return {
     schema,
     events: `"${schema}"."cubepi_run_events"`,
-    append: `"${schema}"."cubepi_append_run_events"`,
+    append: `"${schema}"."${APPEND_FUNCTION}"`,
   };
 }
 
@@ -46,7 +56,8 @@ const MIGRATE_LOCK_CLASS = 0x63727765; // "crwe"
  * One row per frame, in the wire form `cubepi/server` sends (`frame`: the JSON text of `frameJson`, compact for a delta
  * that grows the previous snapshot). `base`: the row carries a whole assistant snapshot, from which the compact rows
  * after it decode. The append function takes the run's lock, refuses a batch that does not continue the run or that
- * follows its terminal frame, inserts, and notifies the run's channel — all in one statement, so batches of one run
+ * follows its terminal frame (a batch continues the run when its seqs are consecutive and its first is the run's
+ * last stored seq plus one, or 1 for a run with none: no gap, even after a failed append), inserts, and notifies the run's channel — all in one statement, so batches of one run
  * commit in seq order and a reader that saw seq n never misses a later commit of a smaller seq.
  */
 const ddl = (t: RunEventTables): string => `
@@ -73,9 +84,12 @@ const ddl = (t: RunEventTables): string => `
     IF v_ended THEN
       RAISE EXCEPTION 'run % has ended (its terminal frame is seq %)', p_run, v_last USING ERRCODE = '${RUN_ENDED}';
     END IF;
-    IF v_last IS NOT NULL AND p_seqs[1] <= v_last THEN
-      RAISE EXCEPTION 'seq % of run % is not after its stored seq %', p_seqs[1], p_run, v_last
+    IF p_seqs[1] <> coalesce(v_last, 0) + 1 THEN
+      RAISE EXCEPTION 'seq % of run % does not follow its stored seq %', p_seqs[1], p_run, coalesce(v_last, 0)
         USING ERRCODE = '${SEQ_ORDER}';
+    END IF;
+    IF EXISTS (SELECT 1 FROM unnest(p_seqs) WITH ORDINALITY AS u(seq, i) WHERE u.seq <> p_seqs[1] + u.i - 1) THEN
+      RAISE EXCEPTION 'the seqs of a batch of run % are not consecutive', p_run USING ERRCODE = '${SEQ_ORDER}';
     END IF;
     INSERT INTO ${t.events} (run_id, seq, frame, compact, base, terminal)
       SELECT p_run, u.seq, u.frame, u.compact, u.base, u.terminal
@@ -93,19 +107,11 @@ export function migrateRunEvents(pool: pg.Pool, t: RunEventTables): Promise<void
  * Runs `ddl` in one transaction under `pg_advisory_xact_lock(lockClass, hashtext(schema))`, creating `schema` first
  * if it is missing (asked first: CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege even when it exists). @internal
  */
-export async function migrateUnderLock(pool: pg.Pool, lockClass: number, schema: string, ddl: string): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+export function migrateUnderLock(pool: pg.Pool, lockClass: number, schema: string, ddl: string): Promise<void> {
+  return inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [lockClass, schema]);
     const exists = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
     if (exists.rowCount === 0) await client.query(`CREATE SCHEMA "${schema}"`);
     await client.query(ddl);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }

@@ -16,6 +16,7 @@ import type { Message } from '../types/messages.js';
 import type { WireError, WireFrame } from '../wire/frames.js';
 import { RunQueueError } from './errors.js';
 import { createRunEventLog, type RunEventLog } from './run-event-log.js';
+import { inTransaction } from './pg-transaction.js';
 import { IDENTIFIER, runEventTables } from './run-events-schema.js';
 import { migrateRuns, runTables, type RunTables } from './runs-schema.js';
 
@@ -42,8 +43,9 @@ export interface RunQueueOptions {
   /** How often pg-boss looks for silent workers (default 2 seconds). */
   readonly superviseIntervalSeconds?: number | undefined;
   /**
-   * How many times a run whose worker died is taken again (default 3). A run whose workers died more often ends with
-   * a `run_error` frame (`code` `worker_lost`) instead of blocking its thread.
+   * How many times a run whose attempt was lost is taken again (default 3): its worker died or lost its lease, or
+   * PostgreSQL failed under it. A run lost more often ends with a `run_error` frame (`code` `worker_lost`, the last
+   * loss's cause in its message) instead of blocking its thread.
    */
   readonly retryLimit?: number | undefined;
   /** Connections in pg-boss's pool (default 4). */
@@ -158,6 +160,8 @@ export interface QueueInternals {
   readonly tables: RunTables;
   readonly queueName: string;
   readonly retryLimit: number;
+  /** pg-boss's supervise interval: how often a worker looks for runs whose jobs failed for good. */
+  readonly superviseIntervalSeconds: number;
   readonly connection: pg.ClientConfig;
   readonly log: RunEventLog;
   /** The run-event log's table, qualified. */
@@ -280,9 +284,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
       const checked = checkRequest(request);
       const instance = await boss();
       const runId = randomUUID();
-      const client = await pool.connect().catch(database(runId, 'enqueue'));
-      try {
-        await client.query('BEGIN');
+      await inTransaction(pool, async (client) => {
         await client.query(`INSERT INTO ${tables.runs} (run_id, thread_id, agent, request) VALUES ($1, $2, $3, $4)`, [
           runId,
           checked.threadId,
@@ -295,14 +297,8 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
           singletonKey: checked.threadId,
           db: { executeSql: (text, values) => client.query(text, values) },
         });
-        await client.query('COMMIT');
-        return runId;
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
-        return database(runId, 'enqueue')(error);
-      } finally {
-        client.release();
-      }
+      }).catch(database(runId, 'enqueue'));
+      return runId;
     },
 
     async cancel(runId, reason = 'cancelled') {
@@ -448,6 +444,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
     tables,
     queueName,
     retryLimit,
+    superviseIntervalSeconds,
     connection,
     log,
     logTable: runEventTables(schema).events,
@@ -527,12 +524,13 @@ function readPosition(options: RunReadOptions): number {
   return after;
 }
 
-/** The connection settings pg-boss and the worker's listener use: the pool's own. */
+/** The connection settings pg-boss and the worker's listener use: the pool's own (its application_name too). */
 function connectionOf(pool: pg.Pool, connectionString: string | undefined): pg.ClientConfig {
   if (connectionString !== undefined) return { connectionString };
   const o = (pool as unknown as { options: pg.PoolConfig }).options;
   const config: pg.ClientConfig = {};
-  for (const key of ['connectionString', 'host', 'port', 'database', 'user', 'password', 'ssl'] as const) {
+  const keys = ['connectionString', 'host', 'port', 'database', 'user', 'password', 'ssl'] as const;
+  for (const key of [...keys, 'application_name', 'connectionTimeoutMillis'] as const) {
     if (o[key] !== undefined) (config as Record<string, unknown>)[key] = o[key];
   }
   return config;

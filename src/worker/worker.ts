@@ -5,7 +5,7 @@
  */
 import { hostname } from 'node:os';
 import pg from 'pg';
-import type { Job } from 'pg-boss';
+import type { JobWithMetadata, PgBoss } from 'pg-boss';
 import { catchError, defer, EMPTY, map, throwError, type Observable, type Subscription } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import type { RunOptions } from '../agent/agent-options.js';
@@ -132,10 +132,15 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   const workIds: string[] = [];
   for (let slot = 0; slot < concurrency; slot++) {
     let workId = '';
-    workId = await boss.work<RunJobData>(
+    workId = await boss.work(
       internal.queueName,
-      { batchSize: 1, pollingIntervalSeconds: pollSeconds, notifyPollingIntervalSeconds: pollSeconds },
-      async ([job]) => {
+      {
+        batchSize: 1,
+        pollingIntervalSeconds: pollSeconds,
+        notifyPollingIntervalSeconds: pollSeconds,
+        includeMetadata: true, // the output of the attempt before: why it was lost
+      },
+      async ([job]: JobWithMetadata<RunJobData>[]) => {
         if (job === undefined) return;
         const controller = new AbortController();
         let resolveDone!: () => void;
@@ -153,6 +158,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     );
     workIds.push(workId);
   }
+  const sweeper = new LostRunSweeper(internal, boss, runner, onError);
   const offWork = (wait: boolean) => Promise.all(workIds.map((id) => boss.offWork(internal.queueName, { id, wait })));
 
   return {
@@ -176,6 +182,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         for (const runId of active.keys()) cancelLocal(runId, SHUTDOWN);
         // Every handler has returned (pg-boss waits for its workers' loops), so every job is settled.
         await offWork(true);
+        await sweeper.stop();
         await listener.stop();
       })();
       return stopping;
@@ -194,7 +201,7 @@ class RunExecutor {
     private readonly flushMs: number,
   ) {}
 
-  async execute(job: Job<RunJobData>, run: ActiveRun): Promise<void> {
+  async execute(job: JobWithMetadata<RunJobData>, run: ActiveRun): Promise<void> {
     const { runId, threadId, agent: agentName } = job.data;
     const { pool, tables } = this.internal;
     const { rows } = await pool.query<RunRow>(
@@ -221,12 +228,8 @@ class RunExecutor {
     leaseLost.addEventListener('abort', onLeaseLost, { once: true });
     try {
       if (job.retryCount >= this.internal.retryLimit && job.retryCount > 0) {
-        // Its workers died retryLimit times: end it rather than hold its thread's queue forever.
-        await this.endWith(runId, lastSeq, 'error', {
-          name: 'RunQueueError',
-          message: `run ${runId}: its worker died ${job.retryCount} times; it was not run again`,
-          code: 'worker_lost',
-        });
+        // Its attempts were lost retryLimit times: end it rather than hold its thread's queue forever.
+        await this.endWith(runId, lastSeq, 'error', lostError(runId, job.retryCount, job.output));
         return;
       }
       const factory = Object.hasOwn(this.agents, agentName) ? this.agents[agentName] : undefined;
@@ -238,7 +241,23 @@ class RunExecutor {
         });
         return;
       }
-      const agent = await factory(threadId);
+      let agent: Agent;
+      try {
+        agent = await factory(threadId);
+        if (typeof (agent as Partial<Agent> | undefined)?.restore !== 'function') {
+          throw new TypeError(`it returned ${agent === null ? 'null' : typeof agent}, not an Agent`);
+        }
+      } catch (error) {
+        // The application's own code failed: its error is the run's, not a lost worker's (and another worker, taking
+        // the run at once, would most likely fail the same way).
+        const cause = toWireError(error);
+        await this.endWith(runId, lastSeq, 'error', {
+          name: cause.name,
+          message: `the agent factory ${JSON.stringify(agentName)} failed on worker ${this.workerId}: ${cause.message}`,
+          code: 'agent_factory',
+        });
+        return;
+      }
       try {
         await agent.restore();
         let baseCount = row.base_count;
@@ -367,6 +386,28 @@ class RunExecutor {
     await queueLog(this.internal, runId).append([terminalFrame(runId, seq + 1, outcome, error)]);
   }
 
+  /**
+   * Ends a run whose job failed for good (its last attempt lost: no worker will take it again) with `error`, unless
+   * it had ended, and gives its stream its terminal frame.
+   */
+  async endLost(runId: string, error: WireError): Promise<void> {
+    await this.internal.pool.query(
+      `UPDATE ${this.internal.tables.runs} SET status = 'ended', outcome = 'error', error = $2,
+         ended_at = clock_timestamp()
+       WHERE run_id = $1 AND status <> 'ended'`,
+      [runId, JSON.stringify(error)],
+    );
+    // A worker that lost the run may still be appending to it: its frames are taken until the terminal one.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.ensureTerminal(runId);
+        return;
+      } catch (failure) {
+        if (!(failure instanceof RunEventLogError && failure.reason === 'seq_order') || attempt === 5) throw failure;
+      }
+    }
+  }
+
   /** The terminal frame of an ended run whose stream lacks it. */
   private async ensureTerminal(runId: string): Promise<void> {
     const log = queueLog(this.internal, runId);
@@ -455,6 +496,99 @@ function queueLog(internal: QueueInternals, runId: string) {
   };
 }
 
+/** The `worker_lost` error of a run whose attempts were lost `lost` times; `output`: pg-boss's record of the last. */
+function lostError(runId: string, lost: number, output: unknown): WireError {
+  const cause = lossOf(output);
+  return {
+    name: 'RunQueueError',
+    message:
+      `run ${runId} was not run again: ${lost} ${lost === 1 ? 'attempt was' : 'attempts were'} lost (a worker ` +
+      `died or lost its lease, or PostgreSQL failed under it)${cause === undefined ? '' : `; the last: ${cause}`}`,
+    code: 'worker_lost',
+  };
+}
+
+/** The message of a failed attempt as pg-boss stores it (a thrown error, serialized; `{ value }` for a timeout). */
+function lossOf(output: unknown): string | undefined {
+  const stored = output as { message?: unknown; value?: { message?: unknown } } | null | undefined;
+  if (typeof stored?.message === 'string') return stored.message;
+  if (typeof stored?.value?.message === 'string') return stored.value.message;
+  return undefined;
+}
+
+/**
+ * Ends the runs whose jobs failed for good. pg-boss fails a job whose last retry was lost too (its worker died, or
+ * its heartbeat or its handler failed with the database), and under `key_strict_fifo` a failed job holds every later
+ * job of its key: without this, the run would never end and its thread would be blocked forever. Every
+ * `superviseIntervalSeconds`, for each thread pg-boss reports blocked, it ends the failed job's run (`worker_lost`,
+ * the loss's cause kept) with its terminal frame, then deletes the job, so the thread's next run is taken. Each step
+ * is idempotent: several workers may sweep at once, and one dying in between leaves the job for the next pass.
+ */
+class LostRunSweeper {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private pass: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly internal: QueueInternals,
+    private readonly boss: PgBoss,
+    private readonly runner: RunExecutor,
+    private readonly onError: (error: unknown) => void,
+  ) {
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.pass;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.pass = this.sweep()
+        .catch((error: unknown) =>
+          this.onError(new RunQueueError('database', '', 'looking for runs whose jobs failed failed', error)),
+        )
+        .finally(() => this.schedule());
+    }, this.internal.superviseIntervalSeconds * 1000);
+    this.timer.unref();
+  }
+
+  private async sweep(): Promise<void> {
+    const { queueName } = this.internal;
+    for (const threadId of await this.boss.getBlockedKeys(queueName)) {
+      if (this.stopped) return;
+      const job = await this.failedJob(threadId);
+      if (job === undefined) continue;
+      await this.runner.endLost(job.data.runId, lostError(job.data.runId, job.retryCount + 1, job.output));
+      await this.boss.deleteJob(queueName, job.id);
+    }
+  }
+
+  /**
+   * The failed job of a blocked thread. A job's id is its run's: looked up by id for the run that started last (no
+   * later run of the thread can have started once it failed) and the runs not ended; else among the thread's jobs.
+   */
+  private async failedJob(threadId: string): Promise<JobWithMetadata<RunJobData> | undefined> {
+    const { pool, tables, queueName } = this.internal;
+    const { rows } = await pool.query<{ run_id: string }>(
+      `(SELECT run_id FROM ${tables.runs} WHERE thread_id = $1 AND started_at IS NOT NULL ORDER BY started_at DESC
+        LIMIT 1)
+       UNION (SELECT run_id FROM ${tables.runs} WHERE thread_id = $1 AND status <> 'ended' ORDER BY created_at
+        LIMIT 10)`,
+      [threadId],
+    );
+    for (const { run_id } of rows) {
+      const [job] = await this.boss.findJobs<RunJobData>(queueName, { id: run_id });
+      if (job?.state === 'failed') return job;
+    }
+    const jobs = await this.boss.findJobs<RunJobData>(queueName, { key: threadId, limit: 10_000 });
+    return jobs.find((job) => job.state === 'failed');
+  }
+}
+
 /**
  * One connection per worker LISTENing on the queue's cancel channel; re-made (with a check of the runs that were
  * cancelled meanwhile) when it drops.
@@ -482,17 +616,39 @@ class CancelListener {
       }
     });
     client.on('error', (error) => {
-      if (this.stopped) return;
+      if (this.stopped || client !== this.client) return;
       this.onError(new RunQueueError('database', '', 'the cancel listener lost its connection; reconnecting', error));
       void client.end().catch(() => {});
       this.client = undefined;
-      this.retry = setTimeout(() => void this.start(true).catch((e: unknown) => this.onError(e)), 1000);
+      this.reconnect(0);
     });
-    await client.connect();
-    await client.query(`LISTEN "${this.internal.tables.cancelChannel}"`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.internal.tables.cancelChannel}"`);
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw error;
+    }
     this.client = client;
     if (this.stopped) await this.stop();
     else if (reconnecting) await this.recheck();
+  }
+
+  /** Makes the connection again after a pause, and again (longer pauses) for as long as that fails. */
+  private reconnect(failures: number): void {
+    if (this.stopped) return;
+    this.retry = setTimeout(
+      () =>
+        void this.start(true).catch((error: unknown) => {
+          if (this.client !== undefined || this.stopped) {
+            this.onError(error); // connected, but the check of the runs cancelled meanwhile failed
+            return;
+          }
+          this.onError(new RunQueueError('database', '', 'the cancel listener could not reconnect', error));
+          this.reconnect(failures + 1);
+        }),
+      Math.min(1000 * 2 ** failures, 10_000),
+    );
   }
 
   async stop(): Promise<void> {

@@ -12,6 +12,7 @@ import {
   pgAvailable,
   pgConfig,
   requirePostgres,
+  terminateBackendWhileWaiting,
   testPool,
   uniqueSchema,
 } from './postgres-server.js';
@@ -86,41 +87,9 @@ function startKiller(appName: string): { readonly kills: number; stop(): Promise
   };
 }
 
-/**
- * Runs `operation` while a transaction of the admin pool, begun with `lockSql`, holds a lock the operation needs;
- * once the operation's backend waits for it, terminates that backend. Returns what the operation rejected with
- * (`undefined` if it resolved).
- */
-async function terminateWhileWaiting(
-  appName: string,
-  lockSql: string,
-  operation: () => Promise<unknown>,
-): Promise<unknown> {
-  const blocker = await admin!.connect();
-  try {
-    await blocker.query('BEGIN');
-    await blocker.query(lockSql);
-    const outcome = operation().then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    for (let attempt = 0; ; attempt++) {
-      const waiting = await admin!.query<{ pid: number }>(
-        `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
-        [appName],
-      );
-      if (waiting.rows.length > 0) {
-        await admin!.query('SELECT pg_terminate_backend($1)', [waiting.rows[0]!.pid]);
-        break;
-      }
-      if (attempt === 500) throw new Error(`no backend of ${appName} ever waited for the lock`);
-      await sleep(10);
-    }
-    return await outcome;
-  } finally {
-    await blocker.query('ROLLBACK');
-    blocker.release();
-  }
+/** {@link terminateBackendWhileWaiting} with the admin pool. */
+function terminateWhileWaiting(appName: string, lockSql: string, operation: () => Promise<unknown>): Promise<unknown> {
+  return terminateBackendWhileWaiting(admin!, appName, lockSql, operation);
 }
 
 describe.skipIf(!pgAvailable)('PostgresCheckpointer, connection terminated', () => {

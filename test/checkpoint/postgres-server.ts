@@ -75,3 +75,41 @@ export function testPool(options: pg.PoolConfig = {}): pg.Pool {
 export async function dropSchema(admin: pg.Pool, schema: string): Promise<void> {
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
 }
+
+/**
+ * Runs `operation` while a transaction of `admin`, begun with `lockSql`, holds a lock the operation needs; once a
+ * backend named `appName` waits for it, terminates that backend. Returns what the operation rejected with
+ * (`undefined` if it resolved).
+ */
+export async function terminateBackendWhileWaiting(
+  admin: pg.Pool,
+  appName: string,
+  lockSql: string,
+  operation: () => Promise<unknown>,
+): Promise<unknown> {
+  const blocker = await admin.connect();
+  try {
+    await blocker.query('BEGIN');
+    await blocker.query(lockSql);
+    const outcome = operation().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    for (let attempt = 0; ; attempt++) {
+      const waiting = await admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+        [appName],
+      );
+      if (waiting.rows.length > 0) {
+        await admin.query('SELECT pg_terminate_backend($1)', [waiting.rows[0]!.pid]);
+        break;
+      }
+      if (attempt === 1000) throw new Error(`no backend of ${appName} ever waited for the lock`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return await outcome;
+  } finally {
+    await blocker.query('ROLLBACK');
+    blocker.release();
+  }
+}

@@ -8,6 +8,8 @@ export interface TcpProxy {
   readonly port: number;
   /** While true, new connections are closed as they arrive; open ones are left alone. */
   refusing: boolean;
+  /** How many connections it closed while refusing. */
+  readonly refused: number;
   /** Stops the proxy and closes every connection through it. */
   close(): Promise<void>;
 }
@@ -17,8 +19,10 @@ export async function startPgProxy(): Promise<TcpProxy> {
   const host = String(pgConfig.host);
   const port = Number(pgConfig.port);
   const sockets = new Set<net.Socket>();
+  let refused = 0;
   const server = net.createServer((socket) => {
     if (proxy.refusing) {
+      refused++;
       socket.destroy();
       return;
     }
@@ -39,6 +43,9 @@ export async function startPgProxy(): Promise<TcpProxy> {
   const proxy: TcpProxy = {
     port: (server.address() as net.AddressInfo).port,
     refusing: false,
+    get refused() {
+      return refused;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
