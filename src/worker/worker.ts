@@ -31,7 +31,10 @@ export interface WorkerOptions {
    * the agent sees what other workers stored). The worker disposes the agent when the run ends.
    */
   readonly agents: Readonly<Record<string, AgentFactory>>;
-  /** Runs at once in this process (default 4). */
+  /**
+   * Runs at once in this process for each of its agents (default 4): a worker fetches each agent's runs on loops of
+   * its own (pg-boss fetches one agent's runs at a time), so a worker with two agents runs up to `2 × concurrency`.
+   */
   readonly concurrency?: number | undefined;
   /** Deltas merged per frame over this many milliseconds before they are appended (default 16; `throttleDeltas`). */
   readonly flushMs?: number | undefined;
@@ -128,13 +131,21 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   // One pg-boss fetch loop per slot (not one `work` with `localConcurrency`): a loop that finished a run is woken at
   // once to fetch again, instead of sleeping out the rest of its polling interval — which would cap a worker at
   // `concurrency / pollSeconds` short runs a second — and the thread's next run, unblocked by this run's end, is taken
-  // by the loop that ended it.
+  // by the loop that ended it. Each agent has its own loops: a run's job carries its agent's number as its priority,
+  // and a loop fetches that one number only, so a worker never takes a run for an agent it lacks.
   const workIds: string[] = [];
-  for (let slot = 0; slot < concurrency; slot++) {
+  const numbers = await Promise.all(Object.keys(agents).map((name) => internal.agentNumber(name)));
+  for (const priority of numbers.flatMap((number) => Array.from({ length: concurrency }, () => number))) {
     let workId = '';
     workId = await boss.work<RunJobData>(
       internal.queueName,
-      { batchSize: 1, pollingIntervalSeconds: pollSeconds, notifyPollingIntervalSeconds: pollSeconds },
+      {
+        batchSize: 1,
+        pollingIntervalSeconds: pollSeconds,
+        notifyPollingIntervalSeconds: pollSeconds,
+        minPriority: priority,
+        maxPriority: priority,
+      },
       async ([job]) => {
         if (job === undefined) return;
         const controller = new AbortController();
@@ -153,6 +164,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     );
     workIds.push(workId);
   }
+  // Runs an older version queued whose job was active then (its worker has died since): their retries get their
+  // agent's number here.
+  const relabelling = setInterval(() => void internal.relabelRuns().catch(onError), RELABEL_MS);
+  relabelling.unref();
   const offWork = (wait: boolean) => Promise.all(workIds.map((id) => boss.offWork(internal.queueName, { id, wait })));
 
   return {
@@ -165,6 +180,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         const graceMs = stopOptions.graceMs ?? 30_000;
         // No new fetch from here on; a fetch already in flight may still hand over a job (it joins `active`).
         await offWork(false);
+        clearInterval(relabelling);
         let timer: ReturnType<typeof setTimeout> | undefined;
         const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
         const idle = (async () => {
@@ -184,6 +200,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
 }
 
 const SHUTDOWN = 'the worker is shutting down';
+const RELABEL_MS = 30_000;
 
 /** Runs one job: the run's first attempt, or its resumption after a worker died. @internal */
 class RunExecutor {
