@@ -6,7 +6,7 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { Job } from 'pg-boss';
-import { catchError, defer, EMPTY, map, throwError, type Observable, type Subscription } from 'rxjs';
+import { catchError, concat, defer, EMPTY, map, throwError, type Observable, type Subscription } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import type { RunOptions } from '../agent/agent-options.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
@@ -264,7 +264,7 @@ class RunExecutor {
           await pool.query(`UPDATE ${tables.runs} SET base_count = $2 WHERE run_id = $1`, [runId, baseCount]);
         }
         const open = chooseRun(agent, row, baseCount);
-        await this.stream(runId, lastSeq, open, run, leaseLost);
+        await this.stream(runId, lastSeq, open, run, leaseLost, row.attempts);
       } finally {
         await agent.dispose().catch(() => {});
       }
@@ -280,11 +280,15 @@ class RunExecutor {
     open: ((agent: RunOptions) => Observable<AgentEvent>) | Finished,
     run: ActiveRun,
     leaseLost: AbortSignal,
+    attempt: number,
   ): Promise<void> {
     const log = queueLog(this.internal, runId);
+    // A worker before this one took the run and was lost: say so first, so a client does not sit in silence and
+    // knows the open message is about to be replaced.
+    const recovering: AgentEvent[] = attempt > 1 ? [{ type: 'run_recovering', runId, attempt }] : [];
     if (typeof open !== 'function') {
       // The run had reached its end; its stream may not have: close it from the checkpoint.
-      const closing = await this.closingEvents(runId, open.outcome, open.messages, open.pending);
+      const closing = [...recovering, ...(await this.closingEvents(runId, open.outcome, open.messages, open.pending))];
       const frames = closing.map((event, i): WireFrame => {
         const seq = lastSeq + i + 1;
         return { kind: 'event', seq, event: { ...event, seq } };
@@ -299,7 +303,7 @@ class RunExecutor {
     const appends: Promise<void>[] = [];
     let subscription: Subscription | undefined;
     const ended = await new Promise<{ error?: WireError }>((resolve) => {
-      subscription = open({ signal: run.controller.signal, runId })
+      subscription = concat(recovering, open({ signal: run.controller.signal, runId }))
         .pipe(
           throttleDeltas(this.flushMs),
           map((event, index): SequencedEvent => ({ ...event, seq: lastSeq + index + 1 })),

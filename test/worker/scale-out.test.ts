@@ -123,7 +123,8 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
     expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
     expect(frames.at(-1)?.kind).toBe('end');
     const events = frames.flatMap((f) => (f.kind === 'event' ? [f.event] : []));
-    expect(events[0]?.type).toBe('agent_start');
+    // A run its first worker took and lost before streaming anything opens with the taking over.
+    expect(events[events[0]?.type === 'run_recovering' ? 1 : 0]?.type).toBe('agent_start');
     expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome });
   }
 
@@ -236,6 +237,20 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
         const run = await queue.run(run_id);
         expect(run!.attempts).toBe(2);
         expect(run!.worker).not.toBe(victim.id);
+        // The stream says it was taken over: one `run_recovering` (attempt 2) where the second attempt begins, right
+        // before its `agent_start`.
+        const events = (await framesOf(run_id)).flatMap((f) => (f.kind === 'event' ? [f.event] : []));
+        const recovering = events.flatMap((e, i) => (e.type === 'run_recovering' ? [i] : []));
+        expect(recovering).toHaveLength(1);
+        expect(events[recovering[0]!]).toMatchObject({ type: 'run_recovering', runId: run_id, attempt: 2 });
+        expect(events[recovering[0]! + 1]?.type).toBe('agent_start');
+        expect(events.slice(0, recovering[0]).filter((e) => e.type === 'agent_start').length).toBeLessThanOrEqual(1);
+      }
+      for (const runId of runIds) {
+        if (held.some((h) => h.run_id === runId)) continue;
+        expect((await framesOf(runId)).some((f) => f.kind === 'event' && f.event.type === 'run_recovering')).toBe(
+          false,
+        );
       }
       for (const { run_id } of endedBefore) expect((await queue.run(run_id))!.attempts).toBe(1);
       // Every prompt once, in order, every call with one result; a `note` call never ran twice (an interrupted one
