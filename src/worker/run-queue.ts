@@ -182,7 +182,8 @@ export function queueInternals(queue: RunQueue): QueueInternals {
 
 /**
  * Makes a run queue on PostgreSQL, built on pg-boss (an optional peer dependency of `cubepi/worker`: install
- * `pg-boss`; it declares Node.js 22). Throws `ConfigurationError` for bad options; connects lazily.
+ * `pg-boss`; it declares Node.js 22.12, and works and is tested on Node.js 20, where npm warns about it: see
+ * `docs/install.md`). Throws `ConfigurationError` for bad options; connects lazily.
  *
  * ```ts
  * import { createRunQueue } from 'cubepi/worker';
