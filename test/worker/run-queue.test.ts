@@ -262,11 +262,19 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
     const events = await all(runId);
     expect(events.slice(0, cut.length).map((e) => e.type)).toEqual(cut.map((e) => e.type));
     const rest = events.slice(cut.length);
-    expect(rest.map((e) => e.type)).toEqual(['agent_start', 'message_start', 'message_end', 'agent_end']);
-    expect(rest[2]).toMatchObject({
+    // The taking over says so first (attempt 2), then the stream is closed from the checkpoint.
+    expect(rest.map((e) => e.type)).toEqual([
+      'run_recovering',
+      'agent_start',
+      'message_start',
+      'message_end',
+      'agent_end',
+    ]);
+    expect(rest[0]).toMatchObject({ type: 'run_recovering', runId, attempt: 2 });
+    expect(rest[3]).toMatchObject({
       message: { role: 'assistant', content: [{ type: 'text', text: 'done finish me' }] },
     });
-    expect(rest[3]).toMatchObject({ outcome: 'completed', messages: { length: 4 } });
+    expect(rest[4]).toMatchObject({ outcome: 'completed', messages: { length: 4 } });
     expect(await queue.run(runId)).toMatchObject({ status: 'ended', outcome: 'completed', attempts: 2 });
     // Nothing ran again: the tool's effect is the first attempt's only, the transcript unchanged.
     const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".effects WHERE thread_id = 'k'`);
