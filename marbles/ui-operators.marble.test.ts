@@ -144,29 +144,84 @@ describe('assembleMessages', () => {
     });
   });
 
-  it('a run that starts again (resumed after its worker died) drops the message it left open; other runs keep theirs', () => {
+  it("a run taken over after its worker was lost keeps the text it showed until the new attempt's first delta; other runs keep theirs", () => {
     const prompt = user('hi');
     const cut = snap('hel');
     const other = snap('o');
     const again = snap('');
+    const first = snap('h');
     const final = snap('hello');
+    const textStart: AgentEvent = {
+      type: 'message_update',
+      runId: 'r',
+      message: again,
+      streamEvent: { type: 'text_start', contentIndex: 0, partial: again },
+    };
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold<AgentEvent>('-p-s-o-a-S-e-|', {
+      const source = cold<AgentEvent>('-p-s-o-R-a-S-t-u-e-|', {
         p: { type: 'message_start', runId: 'r', message: prompt },
         s: { type: 'message_start', runId: 'r', message: cut },
         o: { type: 'message_start', runId: 'q', message: other },
+        R: { type: 'run_recovering', runId: 'r', attempt: 2 },
         a: { type: 'agent_start', runId: 'r' },
         S: { type: 'message_start', runId: 'r', message: again },
+        t: textStart,
+        u: update('h', 'h'),
         e: { type: 'message_end', runId: 'r', message: final },
       });
-      expectObservable(source.pipe(assembleMessages())).toBe('ip-s-o-a-S-e-|', {
+      // R, a, S and t change nothing on screen: "hel" stays, in its place, until the first delta replaces it.
+      expectObservable(source.pipe(assembleMessages())).toBe('ip-s-o---------u-e-|', {
         i: [],
         p: [prompt],
         s: [prompt, cut],
         o: [prompt, cut, other],
-        a: [prompt, other],
-        S: [prompt, other, again],
-        e: [prompt, other, final],
+        u: [prompt, first, other],
+        e: [prompt, final, other],
+      });
+    });
+  });
+
+  it('a run taken over that streams no delta replaces the stale message at its end; one that adds none drops it at agent_end', () => {
+    const cut = snap('hel');
+    const other = snap('o');
+    const whole = snap('hello');
+    const end = (runId: string): AgentEvent => ({
+      type: 'agent_end',
+      runId,
+      messages: [],
+      outcome: 'completed',
+      usage: EMPTY_USAGE,
+    });
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold<AgentEvent>('-s-c-a-S-e-A-|', {
+        s: { type: 'message_start', runId: 'r', message: cut },
+        c: { type: 'message_start', runId: 'q', message: snap('q') },
+        a: { type: 'agent_start', runId: 'r' },
+        S: { type: 'message_start', runId: 'r', message: snap('') },
+        e: { type: 'message_end', runId: 'r', message: whole },
+        A: end('r'),
+      });
+      expectObservable(source.pipe(assembleMessages())).toBe('is-c-----e---|', {
+        i: [],
+        s: [cut],
+        c: [cut, snap('q')],
+        e: [whole, snap('q')],
+      });
+    });
+    testScheduler().run(({ cold, expectObservable }) => {
+      // Lost twice: the second restart keeps the first attempt's text; the last attempt adds nothing, and it goes.
+      const source = cold<AgentEvent>('-s-o-R-S-R-A-|', {
+        s: { type: 'message_start', runId: 'r', message: cut },
+        o: { type: 'message_start', runId: 'q', message: other },
+        R: { type: 'run_recovering', runId: 'r', attempt: 2 },
+        S: { type: 'message_start', runId: 'r', message: snap('') },
+        A: end('r'),
+      });
+      expectObservable(source.pipe(assembleMessages())).toBe('is-o-------A-|', {
+        i: [],
+        s: [cut],
+        o: [cut, other],
+        A: [other],
       });
     });
   });

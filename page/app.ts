@@ -26,6 +26,7 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 const transcript = $<HTMLDivElement>('transcript');
 const toolsBox = $<HTMLDivElement>('tools');
 const errorBox = $<HTMLDivElement>('error');
+const statusBox = $<HTMLDivElement>('status');
 const form = $<HTMLFormElement>('prompt-form');
 const promptBox = $<HTMLTextAreaElement>('prompt');
 const sendButton = $<HTMLButtonElement>('send');
@@ -144,6 +145,28 @@ function pendingAsActivity(pending: readonly ApprovalRequest[]): ToolActivity[] 
   }));
 }
 
+/** The run whose taking over the status box shows. */
+let recovering: string | undefined;
+
+/**
+ * The run's state when it is not plain streaming: a worker lost and its run taken over (`run_recovering`), shown until
+ * the new attempt streams (its first delta replaces the text the lost attempt left, see assembleMessages) or ends.
+ */
+function showStatus(event: SequencedEvent | undefined): void {
+  if (event?.type === 'run_recovering') {
+    recovering = event.runId;
+    statusBox.hidden = false;
+    statusBox.textContent = `The worker running this answer was lost; another one is taking over (attempt ${event.attempt})…`;
+    return;
+  }
+  if (event !== undefined && event.runId !== recovering) return;
+  const streams = event?.type === 'message_update' && event.streamEvent.type.endsWith('_delta');
+  if (event === undefined || streams || event.type === 'message_end' || event.type === 'agent_end') {
+    recovering = undefined;
+    statusBox.hidden = true;
+  }
+}
+
 function setRunning(on: boolean): void {
   sendButton.disabled = on;
   stopButton.hidden = !on;
@@ -164,7 +187,10 @@ function show(events: Observable<SequencedEvent>, started: boolean): void {
   let latest = shown;
   subscription.add(
     shared.subscribe({
-      next: (event) => (run.runId ??= event.runId),
+      next: (event) => {
+        run.runId ??= event.runId;
+        showStatus(event);
+      },
       error: (error: unknown) => {
         showError(error);
         void finished(run);
@@ -180,6 +206,7 @@ function show(events: Observable<SequencedEvent>, started: boolean): void {
 async function finished(run: NonNullable<typeof running>): Promise<void> {
   if (running !== run) return;
   running = undefined;
+  showStatus(undefined);
   run.subscription.unsubscribe();
   await openThread(threadId);
 }
@@ -188,6 +215,7 @@ async function stop(): Promise<void> {
   const run = running;
   if (run === undefined) return;
   running = undefined;
+  showStatus(undefined);
   // A run this page started is cancelled by unsubscribing from it; a run it only watches, by asking the server.
   run.subscription.unsubscribe();
   if (!run.started && run.runId !== undefined) await cancelRun(base, run.runId, options);

@@ -1,6 +1,6 @@
 // The package as users get it: the built entry points, their types, and the `cubepi` command.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,59 @@ beforeAll(async () => {
   // `npm test` builds first; a lone `vitest run` builds here.
   if (!existsSync(`${root}/dist/src/index.js`)) await run('npm', ['run', 'build'], { cwd: root });
 }, 120_000);
+
+describe('Node.js support', () => {
+  const json = (path: string) => JSON.parse(readFileSync(join(root, path), 'utf8')) as Record<string, unknown>;
+  const floor = (range: string): number[] => {
+    const match = /^>=(\d+)\.(\d+)(?:\.(\d+))?$/.exec(range);
+    if (match === null) throw new Error(`not a >=x.y range: ${range}`);
+    return [Number(match[1]), Number(match[2]), Number(match[3] ?? 0)];
+  };
+  const atLeast = (version: number[], min: number[]) => {
+    for (let i = 0; i < 3; i++) if (version[i] !== min[i]) return version[i]! > min[i]!;
+    return true;
+  };
+
+  it("package.json's matrix covers every entry point, its floor is engines.node, and this Node.js satisfies each (the worker tests run on what the worker claims)", () => {
+    const pkg = json('package.json') as {
+      engines: { node: string };
+      exports: Record<string, unknown>;
+      nodeSupport: Record<string, string>;
+    };
+    const { '//': note, ...support } = pkg.nodeSupport;
+    expect(note).toContain('docs/install.md');
+    const entries = [...Object.keys(pkg.exports).filter((key) => key !== './package.json'), 'bin'];
+    expect(Object.keys(support).sort()).toEqual(entries.sort());
+    const floors = Object.values(support).map(floor);
+    const lowest = floors.reduce((low, f) => (atLeast(f, low) ? low : f));
+    expect(floor(pkg.engines.node)).toEqual(lowest);
+    const running = process.versions.node.split('.').map(Number);
+    for (const [entry, range] of Object.entries(support)) expect(atLeast(running, floor(range)), entry).toBe(true);
+  });
+
+  it("docs/install.md states the matrix and pg-boss's declared engines (read from the installed pg-boss)", () => {
+    const doc = readFileSync(join(root, 'docs/install.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Node.js, entry by entry'), doc.indexOf('## What runs where'));
+    expect(section.length).toBeGreaterThan(0);
+    const pkg = json('package.json') as { exports: Record<string, unknown>; nodeSupport: Record<string, string> };
+    for (const entry of Object.keys(pkg.exports).filter((key) => key !== './package.json')) {
+      const name =
+        entry === '.'
+          ? '`cubepi`'
+          : entry.startsWith('./providers/')
+            ? '`cubepi/providers/*`'
+            : `\`cubepi/${entry.slice(2)}\``;
+      expect(section, entry).toContain(name);
+    }
+    const [major, minor] = floor(pkg.nodeSupport['./worker']!);
+    expect(section).toContain(`| \`cubepi/worker\` | ${major}.${minor} or later |`);
+    const bossEngines = (json('node_modules/pg-boss/package.json').engines as { node: string }).node;
+    expect(section).toContain(bossEngines);
+    const [bossMajor, bossMinor] = floor(bossEngines);
+    expect(section).toContain(`**≥ ${bossMajor}.${bossMinor}**`);
+    expect(doc).toMatch(/\| `pg-boss` \| `\^12\.38\.0` \| optional peer/);
+  });
+});
 
 describe('package entry points', () => {
   it('resolves cubepi, cubepi/operators and cubepi/testing through the exports map, with their types', async () => {

@@ -22,7 +22,8 @@ agent cubepi serve serves, streaming their events back through the database. Run
 Options:
   --queue <url>         postgres://… (also CUBEPI_QUEUE, else DATABASE_URL); ?schema=<name> keeps the queue and
                         the threads in that schema (pg-boss's tables in <name>_boss)
-  --agent <name>        the agent name runs are queued for (default "default"; cubepi serve --agent)
+  --agent <name>        the agent name runs are queued for (default "default"; cubepi serve --agent); the worker
+                        takes only those runs: runs for other agents wait for a worker that has them
   --concurrency <n>     runs at once in this process (default 4)
   --grace-ms <ms>       on SIGTERM or SIGINT, how long running runs may finish before they are cancelled
                         (default 30000); then the command exits 0

@@ -28,6 +28,19 @@ export interface AgentStartEvent {
 }
 
 /**
+ * A queued run is being run again after the worker running it was lost (killed, or cut off long enough to lose its
+ * lease): emitted by the worker that took it over (`cubepi/worker`), before the new attempt's events (its own
+ * `agent_start` follows). `attempt` counts the workers that took the run, so the first recovery is attempt 2. What the
+ * previous attempt streamed stays valid up to its last stored message; a message it left open is replaced by the new
+ * attempt's (see `assembleMessages`). Runs outside a queue never emit it.
+ */
+export interface RunRecoveringEvent {
+  readonly type: 'run_recovering';
+  readonly runId: string;
+  readonly attempt: number;
+}
+
+/**
  * How a run ended: `completed` (nothing more to do), `stopped` (a hook or middleware ended it: `afterModelResponse`
  * deciding `stop`, `shouldStopAfterTurn`, a batch whose results all asked to terminate), `failed` (a provider error, a
  * hook failure, a `stop('failed')` decision, a state conflict, a checkpoint failure), `cancelled` (`abort()`, a
@@ -265,6 +278,7 @@ export interface CompactionEndEvent {
  */
 export type AgentEvent =
   | AgentStartEvent
+  | RunRecoveringEvent
   | AgentEndEvent
   | TurnStartEvent
   | TurnEndEvent

@@ -109,8 +109,10 @@ export interface RunReadOptions {
 export interface RunQueue {
   /**
    * Queues a run on `request.threadId` and resolves with its run id once the run is committed (row and job in one
-   * transaction: an id returned is never lost). A thread's runs run one at a time, in the order they were enqueued,
-   * on whichever worker is free. Rejects with `InvalidInputError` for a bad request (nothing queued).
+   * transaction: an id returned is never lost). Only a worker that has `request.agent` takes it; a run for an agent no
+   * worker has waits (`status` `queued`) until one starts, or until it is cancelled. A thread's runs run one at a time,
+   * in the order they were enqueued, whichever agents they name: a run waits for the thread's earlier runs to end.
+   * Rejects with `InvalidInputError` for a bad request (nothing queued).
    */
   enqueue(request: RunRequest): Promise<string>;
   /**
@@ -167,6 +169,10 @@ export interface QueueInternals {
   /** The run-event log's table, qualified. */
   readonly logTable: string;
   boss(): Promise<PgBoss>;
+  /** The number of an agent name (numbered on first use): the priority its runs' jobs carry. */
+  agentNumber(name: string): Promise<number>;
+  /** Gives the jobs of runs an older version queued (without an agent number) their agent's number. */
+  relabelRuns(): Promise<void>;
 }
 
 const internals = new WeakMap<RunQueue, QueueInternals>();
@@ -180,7 +186,8 @@ export function queueInternals(queue: RunQueue): QueueInternals {
 
 /**
  * Makes a run queue on PostgreSQL, built on pg-boss (an optional peer dependency of `cubepi/worker`: install
- * `pg-boss`; it declares Node.js 22). Throws `ConfigurationError` for bad options; connects lazily.
+ * `pg-boss`; it declares Node.js 22.12, and works and is tested on Node.js 20, where npm warns about it: see
+ * `docs/install.md`). Throws `ConfigurationError` for bad options; connects lazily.
  *
  * ```ts
  * import { createRunQueue } from 'cubepi/worker';
@@ -253,6 +260,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
       instance.on('error', () => {});
       await instance.start();
       await ensureQueue(instance, queueName, heartbeatSeconds, retryLimit);
+      await relabel(instance);
       return instance;
     })().catch((error: unknown) => {
       bossPromise = undefined;
@@ -262,6 +270,41 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
     });
     return bossPromise;
   };
+
+  // An agent's number never changes once given, so each process asks once per name.
+  const agentNumbers = new Map<string, Promise<number>>();
+  const agentNumber = (name: string): Promise<number> => {
+    let found = agentNumbers.get(name);
+    if (found === undefined) {
+      found = (async () => {
+        await pool.query(`INSERT INTO ${tables.agents} (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, [name]);
+        // A statement of its own: it sees the row a concurrent insert of the same name committed.
+        const { rows } = await pool.query<{ number: number }>(`SELECT number FROM ${tables.agents} WHERE name = $1`, [
+          name,
+        ]);
+        return rows[0]!.number;
+      })();
+      agentNumbers.set(name, found);
+      found.catch(() => agentNumbers.delete(name));
+    }
+    return found;
+  };
+
+  /**
+   * Runs queued by a version that sent every job with priority 0 (all agents in one fetch): their queued jobs get
+   * their agent's number, so the workers that have the agent take them. A job that is active (an older worker runs
+   * it) cannot be changed and is left for the next call: when its worker dies, the retry waits for that call.
+   */
+  async function relabel(instance: PgBoss): Promise<void> {
+    const { rows } = await pool.query<{ run_id: string; agent: string }>(
+      `SELECT run_id, agent FROM ${tables.runs} WHERE NOT routed AND status <> 'ended' ORDER BY created_at`,
+    );
+    for (const row of rows) {
+      const priority = await agentNumber(row.agent);
+      const { updated } = await instance.update(queueName, undefined, { id: row.run_id, priority });
+      if (updated === 1) await pool.query(`UPDATE ${tables.runs} SET routed = true WHERE run_id = $1`, [row.run_id]);
+    }
+  }
 
   const database = (runId: string, what: string) => (error: unknown) => {
     if (error instanceof RunQueueError || error instanceof InvalidInputError) throw error;
@@ -284,16 +327,19 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
       const checked = checkRequest(request);
       const instance = await boss();
       const runId = randomUUID();
+      const priority = await agentNumber(checked.agent).catch(database(runId, 'enqueue'));
       await inTransaction(pool, async (client) => {
-        await client.query(`INSERT INTO ${tables.runs} (run_id, thread_id, agent, request) VALUES ($1, $2, $3, $4)`, [
-          runId,
-          checked.threadId,
-          checked.agent,
-          JSON.stringify(checked.request),
-        ]);
+        await client.query(
+          `INSERT INTO ${tables.runs} (run_id, thread_id, agent, request, routed) VALUES ($1, $2, $3, $4, true)`,
+          [runId, checked.threadId, checked.agent, JSON.stringify(checked.request)],
+        );
         const data: RunJobData = { runId, threadId: checked.threadId, agent: checked.agent };
+        // The agent's number as the job's priority: workers fetch only their agents' numbers. The queue's
+        // key_strict_fifo picks each thread's head among all its jobs, whatever their priority, so a thread's run
+        // waits for its earlier runs whichever agents they name.
         await instance.send(queueName, data, {
           id: runId,
+          priority,
           singletonKey: checked.threadId,
           db: { executeSql: (text, values) => client.query(text, values) },
         });
@@ -449,6 +495,8 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
     log,
     logTable: runEventTables(schema).events,
     boss,
+    agentNumber,
+    relabelRuns: async () => relabel(await boss()),
   });
   return queue;
 }

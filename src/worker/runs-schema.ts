@@ -11,6 +11,8 @@ export interface RunTables {
   readonly schema: string;
   /** The runs table, qualified and quoted. */
   readonly runs: string;
+  /** The agents' numbers (the pg-boss job priority a run for the agent is queued with), qualified and quoted. */
+  readonly agents: string;
   /** The NOTIFY channel cancellations travel on (one per schema). */
   readonly cancelChannel: string;
 }
@@ -20,6 +22,7 @@ export function runTables(schema: string): RunTables {
   return {
     schema,
     runs: `"${schema}"."cubepi_runs"`,
+    agents: `"${schema}"."cubepi_run_agents"`,
     cancelChannel: `cubepi_cancel_${schema}`.slice(0, 63),
   };
 }
@@ -31,7 +34,12 @@ const MIGRATE_LOCK_CLASS = 0x63727271; // "crrq"
  * `status`: `queued` (a job waits), `running` (a worker holds it; `attempts` counts the workers that took it), `ended`
  * (its terminal frame is stored; `outcome` the run's: `completed`, `stopped`, `failed`, `cancelled`, `suspended`, or
  * `error` when it failed as a whole). `base_count`: how many messages the thread had when the run first started, so a
- * retried run knows whether its prompt was stored.
+ * retried run knows whether its prompt was stored. `routed`: its job carries its agent's number as its pg-boss priority
+ * (false for the runs an older version queued, until `relabelRuns` gives their jobs the number).
+ *
+ * `cubepi_run_agents` numbers the agent names (from 1): a run's job is sent with its agent's number as its priority,
+ * and a worker fetches with `minPriority = maxPriority =` the number of each of its agents, so it only takes runs it
+ * can run (docs/scale-out.md, "Which worker takes a run").
  */
 const ddl = (t: RunTables): string => `
   CREATE TABLE IF NOT EXISTS ${t.runs} (
@@ -51,7 +59,13 @@ const ddl = (t: RunTables): string => `
     ended_at timestamptz
   );
   CREATE INDEX IF NOT EXISTS cubepi_runs_thread ON ${t.runs} (thread_id, created_at);
-  CREATE INDEX IF NOT EXISTS cubepi_runs_open ON ${t.runs} (thread_id) WHERE status <> 'ended';`;
+  CREATE INDEX IF NOT EXISTS cubepi_runs_open ON ${t.runs} (thread_id) WHERE status <> 'ended';
+  ALTER TABLE ${t.runs} ADD COLUMN IF NOT EXISTS routed boolean NOT NULL DEFAULT false;
+  CREATE INDEX IF NOT EXISTS cubepi_runs_unrouted ON ${t.runs} (created_at) WHERE NOT routed AND status <> 'ended';
+  CREATE TABLE IF NOT EXISTS ${t.agents} (
+    name text PRIMARY KEY,
+    number integer GENERATED ALWAYS AS IDENTITY UNIQUE
+  );`;
 
 /** Creates the schema (if missing) and the runs table, under a lock (several processes may start at once). */
 export function migrateRuns(pool: pg.Pool, t: RunTables): Promise<void> {

@@ -6,7 +6,7 @@
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
-import { catchError, defer, EMPTY, map, throwError, type Observable, type Subscription } from 'rxjs';
+import { catchError, concat, defer, EMPTY, map, throwError, type Observable, type Subscription } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import type { RunOptions } from '../agent/agent-options.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
@@ -31,7 +31,10 @@ export interface WorkerOptions {
    * the agent sees what other workers stored). The worker disposes the agent when the run ends.
    */
   readonly agents: Readonly<Record<string, AgentFactory>>;
-  /** Runs at once in this process (default 4). */
+  /**
+   * Runs at once in this process for each of its agents (default 4): a worker fetches each agent's runs on loops of
+   * its own (pg-boss fetches one agent's runs at a time), so a worker with two agents runs up to `2 × concurrency`.
+   */
   readonly concurrency?: number | undefined;
   /** Deltas merged per frame over this many milliseconds before they are appended (default 16; `throttleDeltas`). */
   readonly flushMs?: number | undefined;
@@ -128,9 +131,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   // One pg-boss fetch loop per slot (not one `work` with `localConcurrency`): a loop that finished a run is woken at
   // once to fetch again, instead of sleeping out the rest of its polling interval — which would cap a worker at
   // `concurrency / pollSeconds` short runs a second — and the thread's next run, unblocked by this run's end, is taken
-  // by the loop that ended it.
+  // by the loop that ended it. Each agent has its own loops: a run's job carries its agent's number as its priority,
+  // and a loop fetches that one number only, so a worker never takes a run for an agent it lacks.
   const workIds: string[] = [];
-  for (let slot = 0; slot < concurrency; slot++) {
+  const numbers = await Promise.all(Object.keys(agents).map((name) => internal.agentNumber(name)));
+  for (const priority of numbers.flatMap((number) => Array.from({ length: concurrency }, () => number))) {
     let workId = '';
     workId = await boss.work(
       internal.queueName,
@@ -139,6 +144,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         pollingIntervalSeconds: pollSeconds,
         notifyPollingIntervalSeconds: pollSeconds,
         includeMetadata: true, // the output of the attempt before: why it was lost
+        minPriority: priority,
+        maxPriority: priority,
       },
       async ([job]: JobWithMetadata<RunJobData>[]) => {
         if (job === undefined) return;
@@ -159,6 +166,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     workIds.push(workId);
   }
   const sweeper = new LostRunSweeper(internal, boss, runner, onError);
+  // Runs an older version queued whose job was active then (its worker has died since): their retries get their
+  // agent's number here.
+  const relabelling = setInterval(() => void internal.relabelRuns().catch(onError), RELABEL_MS);
+  relabelling.unref();
   const offWork = (wait: boolean) => Promise.all(workIds.map((id) => boss.offWork(internal.queueName, { id, wait })));
 
   return {
@@ -171,6 +182,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
         const graceMs = stopOptions.graceMs ?? 30_000;
         // No new fetch from here on; a fetch already in flight may still hand over a job (it joins `active`).
         await offWork(false);
+        clearInterval(relabelling);
         let timer: ReturnType<typeof setTimeout> | undefined;
         const graceOver = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
         const idle = (async () => {
@@ -191,6 +203,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
 }
 
 const SHUTDOWN = 'the worker is shutting down';
+const RELABEL_MS = 30_000;
 
 /** Runs one job: the run's first attempt, or its resumption after a worker died. @internal */
 class RunExecutor {
@@ -266,7 +279,7 @@ class RunExecutor {
           await pool.query(`UPDATE ${tables.runs} SET base_count = $2 WHERE run_id = $1`, [runId, baseCount]);
         }
         const open = chooseRun(agent, row, baseCount);
-        await this.stream(runId, lastSeq, open, run, leaseLost);
+        await this.stream(runId, lastSeq, open, run, leaseLost, row.attempts);
       } finally {
         await agent.dispose().catch(() => {});
       }
@@ -282,11 +295,15 @@ class RunExecutor {
     open: ((agent: RunOptions) => Observable<AgentEvent>) | Finished,
     run: ActiveRun,
     leaseLost: AbortSignal,
+    attempt: number,
   ): Promise<void> {
     const log = queueLog(this.internal, runId);
+    // A worker before this one took the run and was lost: say so first, so a client does not sit in silence and
+    // knows the open message is about to be replaced.
+    const recovering: AgentEvent[] = attempt > 1 ? [{ type: 'run_recovering', runId, attempt }] : [];
     if (typeof open !== 'function') {
       // The run had reached its end; its stream may not have: close it from the checkpoint.
-      const closing = await this.closingEvents(runId, open.outcome, open.messages, open.pending);
+      const closing = [...recovering, ...(await this.closingEvents(runId, open.outcome, open.messages, open.pending))];
       const frames = closing.map((event, i): WireFrame => {
         const seq = lastSeq + i + 1;
         return { kind: 'event', seq, event: { ...event, seq } };
@@ -301,7 +318,7 @@ class RunExecutor {
     const appends: Promise<void>[] = [];
     let subscription: Subscription | undefined;
     const ended = await new Promise<{ error?: WireError }>((resolve) => {
-      subscription = open({ signal: run.controller.signal, runId })
+      subscription = concat(recovering, open({ signal: run.controller.signal, runId }))
         .pipe(
           throttleDeltas(this.flushMs),
           map((event, index): SequencedEvent => ({ ...event, seq: lastSeq + index + 1 })),

@@ -61,6 +61,8 @@ describe.skipIf(!pgAvailable)('cubepi worker and serve --queue on PostgreSQL', (
     await Promise.all(running.map((cli) => cli.done));
     await dropSchema(pool, schema);
     await dropSchema(pool, `${schema}_boss`);
+    await dropSchema(pool, `${schema}_ag`);
+    await dropSchema(pool, `${schema}_ag_boss`);
     await pool.end();
   });
 
@@ -113,4 +115,39 @@ describe.skipIf(!pgAvailable)('cubepi worker and serve --queue on PostgreSQL', (
     api.child.kill('SIGTERM');
     expect((await api.done).code).toBe(0);
   }, 60_000);
+
+  it('a worker takes only the runs of its --agent: with a "default" and a "demo" worker, six runs served as demo all run on the demo worker', async () => {
+    const url = new URL(connectionString());
+    url.searchParams.set('schema', `${schema}_ag`);
+    const cwd = workdir();
+    const other = startCli(['worker', '--queue', url.toString(), '--delay', '1'], { cwd, env: env() });
+    running.push(other);
+    const demo = startCli(['worker', '--queue', url.toString(), '--agent', 'demo', '--delay', '1'], {
+      cwd,
+      env: env(),
+    });
+    running.push(demo);
+    const api = startCli(['serve', '--queue', url.toString(), '--agent', 'demo', '--port', '0'], { cwd, env: env() });
+    running.push(api);
+    await other.waitFor('cubepi worker: running "default" runs from PostgreSQL');
+    await demo.waitFor('cubepi worker: running "demo" runs from PostgreSQL');
+    await api.waitFor(/cubepi serve: http:\/\/127\.0\.0\.1:\d+/);
+    const base = `${/http:\/\/127\.0\.0\.1:\d+/.exec(api.output.stdout)![0]}/api`;
+    const ends = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        lastValueFrom(startRun(base, `demo-${i}`, `question ${i}`).pipe(toArray())).then((events) => events.at(-1)),
+      ),
+    );
+    for (const end of ends) expect(end).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    const { rows } = await pool.query<{ worker: string; outcome: string }>(
+      `SELECT worker, outcome FROM "${schema}_ag".cubepi_runs`,
+    );
+    expect(rows).toHaveLength(6);
+    for (const row of rows) {
+      expect(row.outcome).toBe('completed');
+      expect(row.worker).toContain(`:${demo.child.pid}:`);
+    }
+    for (const cli of [other, demo, api]) cli.child.kill('SIGTERM');
+    for (const cli of [other, demo, api]) expect((await cli.done).code).toBe(0);
+  }, 90_000);
 });

@@ -7,7 +7,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidInputError, type AgentEvent } from 'cubepi';
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
 import { createRunQueue, RunQueueError, startWorker, type RunQueue, type RunWorker } from 'cubepi/worker';
-import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
+import {
+  connectionString,
+  dropSchema,
+  pgAvailable,
+  requirePostgres,
+  testPool,
+  uniqueSchema,
+} from '../checkpoint/postgres-server.js';
 import { createEffectsTable, queueAgents } from './fixtures/queue-agents.js';
 
 requirePostgres();
@@ -159,14 +166,57 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
     expect(error).toMatchObject({ reason: 'run_failed', cause: { code: 'invalid_state' } });
   });
 
-  it('a run for an agent no worker has fails with a typed error and does not hold its thread', async () => {
+  it('a run for an agent no worker has waits, queued, and holds its thread; cancelling it lets the thread go on', async () => {
     await start();
-    const bad = await queue.enqueue({ threadId: 'f', agent: 'nobody', input: 'hi' });
+    const waiting = await queue.enqueue({ threadId: 'f', agent: 'nobody', input: 'hi' });
     const next = await queue.enqueue({ threadId: 'f', agent: 'notes', input: 'next' });
-    const error = await all(bad).catch((e: unknown) => e);
-    expect(error).toMatchObject({ reason: 'run_failed', cause: { code: 'unknown_agent' } });
-    expect(await queue.run(bad)).toMatchObject({ status: 'ended', outcome: 'error' });
+    // The worker is taking runs meanwhile: another thread's run, enqueued after these, ends.
+    const other = await queue.enqueue({ threadId: 'g', agent: 'notes', input: 'other' });
+    expect((await all(other)).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    expect(await queue.run(waiting)).toMatchObject({ status: 'queued', attempts: 0, outcome: undefined });
+    expect(await queue.run(next)).toMatchObject({ status: 'queued', attempts: 0 });
+    expect(await queue.cancel(waiting)).toBe(true);
     expect((await all(next)).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+  });
+
+  it('runs an older version queued (jobs without an agent number) are relabelled at start and run', async () => {
+    await queue.start();
+    // What the previous version wrote: the row (routed defaults to false) and a job of priority 0.
+    const { PgBoss } = await import('pg-boss');
+    const old = new PgBoss({
+      connectionString: connectionString(),
+      schema: `${schema}_boss`,
+      supervise: false,
+      schedule: false,
+    });
+    old.on('error', () => {});
+    await old.start();
+    const runId = '00000000-0000-4000-8000-000000000001';
+    await pool.query(
+      `INSERT INTO "${schema}".cubepi_runs (run_id, thread_id, agent, request) VALUES ($1, $2, $3, $4)`,
+      [runId, 'legacy', 'notes', JSON.stringify({ kind: 'prompt', input: 'from before' })],
+    );
+    await old.send('cubepi-runs', { runId, threadId: 'legacy', agent: 'notes' }, { id: runId, singletonKey: 'legacy' });
+    // A process of this version starts (another queue object, as a restarted process makes).
+    const restarted = createRunQueue({ pool, schema, bossSchema: `${schema}_boss` });
+    try {
+      await restarted.start();
+      const [job] = await old.findJobs('cubepi-runs', { id: runId });
+      expect(job?.priority).toBeGreaterThan(0);
+    } finally {
+      await restarted.close();
+      await old.stop({ graceful: false });
+    }
+    const { rows } = await pool.query(`SELECT routed FROM "${schema}".cubepi_runs WHERE run_id = $1`, [runId]);
+    expect(rows[0]).toEqual({ routed: true });
+    await start();
+    expect((await all(runId)).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    expect(await texts('legacy')).toEqual([
+      'user:from before',
+      'assistant:toolCall',
+      'result:noted from before',
+      'assistant:done from before',
+    ]);
   });
 
   it('stop() lets a run finish within the grace period, then cancels what is left and releases it', async () => {
@@ -212,11 +262,19 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
     const events = await all(runId);
     expect(events.slice(0, cut.length).map((e) => e.type)).toEqual(cut.map((e) => e.type));
     const rest = events.slice(cut.length);
-    expect(rest.map((e) => e.type)).toEqual(['agent_start', 'message_start', 'message_end', 'agent_end']);
-    expect(rest[2]).toMatchObject({
+    // The taking over says so first (attempt 2), then the stream is closed from the checkpoint.
+    expect(rest.map((e) => e.type)).toEqual([
+      'run_recovering',
+      'agent_start',
+      'message_start',
+      'message_end',
+      'agent_end',
+    ]);
+    expect(rest[0]).toMatchObject({ type: 'run_recovering', runId, attempt: 2 });
+    expect(rest[3]).toMatchObject({
       message: { role: 'assistant', content: [{ type: 'text', text: 'done finish me' }] },
     });
-    expect(rest[3]).toMatchObject({ outcome: 'completed', messages: { length: 4 } });
+    expect(rest[4]).toMatchObject({ outcome: 'completed', messages: { length: 4 } });
     expect(await queue.run(runId)).toMatchObject({ status: 'ended', outcome: 'completed', attempts: 2 });
     // Nothing ran again: the tool's effect is the first attempt's only, the transcript unchanged.
     const { rows } = await pool.query(`SELECT count(*)::int AS n FROM "${schema}".effects WHERE thread_id = 'k'`);

@@ -2,7 +2,7 @@
 // enqueues. 300 runs over 50 threads on 3 workers; `kill -9` of a worker mid-run (seeded); cancel from here stopping
 // a run on a worker (its model's HTTP request closed); an SSE client of this process's API server following a run on a
 // worker, cut and resumed; SIGTERM draining a worker; an approval suspended on one worker answered from here and
-// resumed on another.
+// resumed on another; two workers with different agents, each taking only its agents' runs.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -39,6 +39,8 @@ interface WorkerSpec {
   toolMs?: number;
   graceMs?: number;
   modelUrl?: string;
+  /** The agents of queue-agents.ts it keeps (default all). */
+  agents?: readonly string[];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -75,6 +77,7 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
       String(spec.delayMs ?? 1),
       String(spec.toolMs ?? 2),
       String(spec.graceMs ?? 10_000),
+      (spec.agents ?? []).join(','),
     ];
     const child = spawn(process.execPath, ['--import', 'tsx', workerScript, ...args], {
       cwd: root,
@@ -120,7 +123,8 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
     expect(frames.map((f) => f.seq)).toEqual(frames.map((_, i) => i + 1));
     expect(frames.at(-1)?.kind).toBe('end');
     const events = frames.flatMap((f) => (f.kind === 'event' ? [f.event] : []));
-    expect(events[0]?.type).toBe('agent_start');
+    // A run its first worker took and lost before streaming anything opens with the taking over.
+    expect(events[events[0]?.type === 'run_recovering' ? 1 : 0]?.type).toBe('agent_start');
     expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome });
   }
 
@@ -233,6 +237,20 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
         const run = await queue.run(run_id);
         expect(run!.attempts).toBe(2);
         expect(run!.worker).not.toBe(victim.id);
+        // The stream says it was taken over: one `run_recovering` (attempt 2) where the second attempt begins, right
+        // before its `agent_start`.
+        const events = (await framesOf(run_id)).flatMap((f) => (f.kind === 'event' ? [f.event] : []));
+        const recovering = events.flatMap((e, i) => (e.type === 'run_recovering' ? [i] : []));
+        expect(recovering).toHaveLength(1);
+        expect(events[recovering[0]!]).toMatchObject({ type: 'run_recovering', runId: run_id, attempt: 2 });
+        expect(events[recovering[0]! + 1]?.type).toBe('agent_start');
+        expect(events.slice(0, recovering[0]).filter((e) => e.type === 'agent_start').length).toBeLessThanOrEqual(1);
+      }
+      for (const runId of runIds) {
+        if (held.some((h) => h.run_id === runId)) continue;
+        expect((await framesOf(runId)).some((f) => f.kind === 'event' && f.event.type === 'run_recovering')).toBe(
+          false,
+        );
       }
       for (const { run_id } of endedBefore) expect((await queue.run(run_id))!.attempts).toBe(1);
       // Every prompt once, in order, every call with one result; a `note` call never ran twice (an interrupted one
@@ -369,5 +387,52 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
     expectWholeStream(await framesOf(resumed));
     expect(await queue.run(resumed)).toMatchObject({ outcome: 'completed', worker: 'a2' });
     await expectValidThread('approve-me', ['ask for a day off']);
+  }, 90_000);
+
+  it("two workers with different agents: each takes only its agents' runs, a thread keeps its order across agents, a run for an agent no worker has waits", async () => {
+    const notes = spawnWorker('only-notes', { agents: ['notes'], concurrency: 2 });
+    const guarded = spawnWorker('only-guarded', { agents: ['guarded'], concurrency: 2 });
+    await Promise.all([notes.ready, guarded.ready]);
+    const plan: { threadId: string; agent: string; input: string }[] = [];
+    for (let r = 0; r < 3; r++) {
+      plan.push({ threadId: 'notes-thread', agent: 'notes', input: `n${r}` });
+      plan.push({ threadId: 'guarded-thread', agent: 'guarded', input: `g${r}` });
+    }
+    // One thread, its runs for two agents: they run one at a time, in the order enqueued.
+    plan.push({ threadId: 'mixed', agent: 'notes', input: 'mixed-1' });
+    plan.push({ threadId: 'mixed', agent: 'guarded', input: 'mixed-2' });
+    plan.push({ threadId: 'mixed', agent: 'notes', input: 'mixed-3' });
+    const runIds = new Map<string, string>();
+    for (const request of plan) runIds.set(request.input, await queue.enqueue(request));
+    // No worker has `nobody`: its run waits, and so does the run behind it on its thread.
+    const orphan = await queue.enqueue({ threadId: 'orphan', agent: 'nobody', input: 'o1' });
+    const behind = await queue.enqueue({ threadId: 'orphan', agent: 'notes', input: 'o2' });
+    await waitUntil('every planned run ended', async () => {
+      const { rows } = await pool.query<{ n: string }>(
+        `SELECT count(*) AS n FROM "${schema}".cubepi_runs WHERE status <> 'ended' AND thread_id <> 'orphan'`,
+      );
+      return Number(rows[0]!.n) === 0;
+    });
+
+    for (const request of plan) {
+      const run = await queue.run(runIds.get(request.input)!);
+      expect(run).toMatchObject({ status: 'ended', outcome: 'completed', attempts: 1 });
+      expect(run!.worker).toBe(request.agent === 'notes' ? 'only-notes' : 'only-guarded');
+      expectWholeStream(await framesOf(run!.runId));
+    }
+    await expectValidThread('notes-thread', ['n0', 'n1', 'n2']);
+    await expectValidThread('guarded-thread', ['g0', 'g1', 'g2']);
+    await expectValidThread('mixed', ['mixed-1', 'mixed-2', 'mixed-3']);
+    const mixed = await Promise.all(['mixed-1', 'mixed-2', 'mixed-3'].map((input) => queue.run(runIds.get(input)!)));
+    for (let i = 1; i < mixed.length; i++) {
+      expect(mixed[i]!.startedAt!.getTime()).toBeGreaterThanOrEqual(mixed[i - 1]!.endedAt!.getTime());
+    }
+    expect(await queue.run(orphan)).toMatchObject({ status: 'queued', attempts: 0, outcome: undefined });
+    expect(await queue.run(behind)).toMatchObject({ status: 'queued', attempts: 0 });
+
+    // Cancelling the orphan lets its thread go on.
+    expect(await queue.cancel(orphan)).toBe(true);
+    expectWholeStream(await framesOf(behind));
+    expect(await queue.run(behind)).toMatchObject({ outcome: 'completed', worker: 'only-notes' });
   }, 90_000);
 });
