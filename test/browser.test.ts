@@ -36,9 +36,11 @@ const BROWSER_ENTRIES = [
  * is ~450 kB minified whatever cubepi does). Raise them on purpose, never to make a test pass.
  *
  * Raised once, on purpose, by issue 17 (decisions, run state and patches, durable approvals, lifecycle hooks are part
- * of every Agent): 54.3 → 71.6 kB own code, 76.8 → 94.4 kB with rxjs.
+ * of every Agent): 54.3 → 71.6 kB own code, 76.8 → 94.4 kB with rxjs. Raised again, on purpose, by issue 36 (the
+ * provider boundary is checked on every model call — the stream guard and the full check of an assistant message —
+ * and tool calls are stored before they run): measured 88.7 kB own code, 111.5 kB with rxjs.
  */
-const BUDGET = { ownCode: 90_000, withRxjs: 118_000 };
+const BUDGET = { ownCode: 112_000, withRxjs: 140_000 };
 
 beforeAll(async () => {
   // `npm test` builds first; a lone `vitest run` builds here.
