@@ -3,21 +3,36 @@
  * @module
  */
 import type { AssistantContent } from './content.js';
+import type { ProviderErrorKind, StopReason } from './messages.js';
 import { describeValue, usageProblem } from './check-tool-result.js';
 
-const STOP_REASONS: ReadonlySet<unknown> = new Set(['stop', 'length', 'toolUse', 'error', 'aborted']);
+/** One entry per `StopReason`, held to the type by the compiler as the error kinds below are. */
+const STOP_REASON_NAMES = {
+  stop: true,
+  length: true,
+  toolUse: true,
+  error: true,
+  aborted: true,
+} as const satisfies Record<StopReason, true>;
+const STOP_REASONS: ReadonlySet<unknown> = new Set(Object.keys(STOP_REASON_NAMES));
+
+/**
+ * One entry per `ProviderErrorKind`: the compiler holds this list to the type (a kind added to it and not here, or
+ * one here that it lacks, does not compile), so the boundary never refuses a kind the type allows.
+ */
+const ERROR_KIND_NAMES = {
+  rate_limited: true,
+  context_overflow: true,
+  auth: true,
+  unavailable: true,
+  bad_request: true,
+  timeout: true,
+  aborted: true,
+  unknown: true,
+} as const satisfies Record<ProviderErrorKind, true>;
 
 /** The classifications of a failed call (`ProviderErrorKind`). */
-export const ERROR_KINDS: ReadonlySet<unknown> = new Set([
-  'rate_limited',
-  'context_overflow',
-  'auth',
-  'unavailable',
-  'bad_request',
-  'timeout',
-  'aborted',
-  'unknown',
-]);
+export const ERROR_KINDS: ReadonlySet<unknown> = new Set(Object.keys(ERROR_KIND_NAMES));
 
 /**
  * Why `message` is not a valid `AssistantMessage`, or `undefined` when it is one: `role` `assistant`; `content` an

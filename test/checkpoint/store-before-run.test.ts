@@ -20,7 +20,7 @@ import {
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { z } from 'zod';
-import { expectConsistentTranscript } from '../helpers.js';
+import { deferred, expectConsistentTranscript } from '../helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cubepi-store-before-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -127,6 +127,47 @@ describe('a tool call is stored before its tool runs', () => {
       expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'failed' });
       // The store knows no call, so a retry asks the model again, and the tool runs for the first time then.
       expect(roles((await sqlite.load('pay'))!.messages)).toEqual(['user:Charge 5 dollars']);
+    } finally {
+      await sqlite.close();
+    }
+  });
+
+  it('a run cancelled while its call is being stored: the tool never starts, the call is answered aborted and stored', async () => {
+    const sqlite = new SQLiteCheckpointer(join(dir, 'cancelled.db'));
+    const log: string[] = [];
+    const gate = deferred();
+    const appending = deferred();
+    const held = withAssistantAppend(sqlite, async (append) => {
+      appending.resolve();
+      await gate.promise;
+      return append();
+    });
+    const events: AgentEvent[] = [];
+    const agent = new Agent({
+      provider: new FauxProvider({
+        responses: [fauxMessage([fauxToolCall('charge_card', { cents: 500 }, { id: 'c1' })]), fauxMessage('Done.')],
+      }),
+      model: 'faux',
+      checkpointer: held,
+      threadId: 'pay',
+      tools: [charge(log, () => {}, sqlite)],
+    });
+    agent.subscribe((event) => void events.push(event));
+    try {
+      const done = agent.prompt('Charge 5 dollars');
+      await appending.promise; // the loop waits at the batch for this write
+      agent.abort('the user pressed Stop');
+      gate.resolve();
+      const added = await done;
+      expect(log).toEqual([]);
+      expect(events.filter((e) => e.type === 'tool_execution_start' && e.toolCallId === 'c1')).toHaveLength(1);
+      expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+      const saved = (await sqlite.load('pay'))!.messages;
+      expectConsistentTranscript(saved);
+      expect(saved).toEqual(agent.state.messages);
+      expect(added.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });
+      const result = saved.find((m) => m.role === 'toolResult');
+      expect(result).toMatchObject({ toolCallId: 'c1', isError: true, outcome: 'aborted' });
     } finally {
       await sqlite.close();
     }

@@ -4,15 +4,13 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema, type ElicitRequest, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, defineTool, ToolGuard } from 'cubepi';
 import { serveMcp, type ServeMcpTarget } from 'cubepi/mcp';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
-import { serveHttp } from './servers/serve-http.js';
+import { serveMcpHttp } from './serve-mcp-http.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -58,19 +56,7 @@ const inMemory: Connect = async (target, client) => {
 };
 
 const http: Connect = async (target, client) => {
-  const subscriptions: Subscription[] = [];
-  const served = await serveHttp(() => ({
-    connect: (transport: Transport) =>
-      new Promise<void>((resolve, reject) => {
-        subscriptions.push(
-          serveMcp(target, transport).subscribe({
-            next: (event) => event.type === 'connected' && resolve(),
-            error: reject,
-          }),
-        );
-      }),
-    close: () => Promise.resolve(subscriptions.forEach((subscription) => subscription.unsubscribe())),
-  }));
+  const served = await serveMcpHttp(target);
   await client.connect(new StreamableHTTPClientTransport(new URL(served.url)));
   cleanups.push(async () => {
     await client.close();

@@ -5,14 +5,13 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { finalize, type Observable, type Subscription } from 'rxjs';
+import { finalize, type Observable } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, defineTool, type AgentEndEvent, type AnyAgentTool, type Provider, type StreamEvent } from 'cubepi';
 import { mcpHttpHandler, serveMcp, type McpServeEvent, type ServeMcpOptions, type ServeMcpTarget } from 'cubepi/mcp';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
-import { serveHttp, type ServedHttp } from './servers/serve-http.js';
+import { serveMcpHttp } from './serve-mcp-http.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -39,19 +38,7 @@ async function connectInMemory(target: ServeMcpTarget, options: ServeMcpOptions 
 
 /** Serves `target` over Streamable HTTP (a server per session) and connects an SDK client to it. */
 async function connectHttp(target: Agent | readonly AnyAgentTool[]) {
-  const subscriptions: Subscription[] = [];
-  const http: ServedHttp = await serveHttp(() => ({
-    connect: (transport: Transport) =>
-      new Promise<void>((resolve, reject) => {
-        subscriptions.push(
-          serveMcp(target, transport).subscribe({
-            next: (event) => event.type === 'connected' && resolve(),
-            error: reject,
-          }),
-        );
-      }),
-    close: () => Promise.resolve(subscriptions.forEach((subscription) => subscription.unsubscribe())),
-  }));
+  const http = await serveMcpHttp(target);
   const client = new Client({ name: 'test-client', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(http.url)));
   cleanups.push(async () => {

@@ -80,9 +80,16 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
     }
   }
 
-  /** Waits until the pool has seen the socket close (the 'error' event that crashed the process comes with it). */
+  /**
+   * Waits until the pool holds no checked-out client (the one whose backend was terminated has been released and
+   * destroyed: the window in which its 'error' event crashed the process is over), then makes one round trip so any
+   * event of the closed socket still queued is delivered first.
+   */
   async function settle(): Promise<void> {
-    await sleep(50);
+    await waitUntil(
+      'every client of the pool is checked in',
+      async () => pool.totalCount === pool.idleCount && pool.waitingCount === 0,
+    );
     await pool.query('SELECT 1');
   }
 
