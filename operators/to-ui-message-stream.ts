@@ -42,7 +42,7 @@ export type UIMessageStreamPart =
   | { readonly type: 'abort'; readonly reason?: string }
   | {
       readonly type: 'finish';
-      readonly finishReason: 'stop' | 'length' | 'tool-calls' | 'error' | 'other';
+      readonly finishReason: 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other';
     };
 
 /**
@@ -189,7 +189,7 @@ export function toUIMessageStream(): OperatorFunction<AgentEvent, UIMessageStrea
 function finishReason(
   outcome: string,
   last: AssistantMessage | undefined,
-): 'stop' | 'length' | 'tool-calls' | 'error' | 'other' {
+): 'stop' | 'length' | 'tool-calls' | 'content-filter' | 'error' | 'other' {
   if (outcome === 'suspended') return 'tool-calls';
   if (outcome === 'failed') return 'error';
   switch (last?.stopReason) {
@@ -199,6 +199,8 @@ function finishReason(
       return 'length';
     case 'toolUse':
       return 'tool-calls';
+    case 'blocked':
+      return 'content-filter';
     case 'error':
       return 'error';
     default:

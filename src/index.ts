@@ -143,6 +143,7 @@ export type {
 } from './types/tool.js';
 export {
   canonicalJson,
+  isRecordOnly,
   serializeMessage,
   textOf,
   toolCallsOf,

@@ -3,7 +3,7 @@
  * @module
  */
 import { errorMessageOf } from '../types/errors.js';
-import { toolCallsOf, type AssistantMessage, type ToolResultMessage } from '../types/messages.js';
+import { isRecordOnly, toolCallsOf, type AssistantMessage, type ToolResultMessage } from '../types/messages.js';
 import {
   addMessage,
   closingMessage,
@@ -52,7 +52,7 @@ export function closeRun(run: RunState, aborted: boolean, reason: unknown): void
     endTurn(run, state, closing, []);
     return;
   }
-  if (assistant.stopReason === 'error' || assistant.stopReason === 'aborted') {
+  if (isRecordOnly(assistant)) {
     endTurn(
       run,
       state,

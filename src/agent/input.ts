@@ -5,7 +5,7 @@
 import { InvalidInputError } from '../types/errors.js';
 import { userMessage, type Message } from '../types/messages.js';
 
-const STOP_REASONS = new Set(['stop', 'length', 'toolUse', 'error', 'aborted']);
+const STOP_REASONS = new Set(['stop', 'length', 'toolUse', 'blocked', 'error', 'aborted']);
 
 /** A prompt as messages: a string becomes a user message; messages are checked. */
 export function toMessages(input: unknown, where: string): Message[] {

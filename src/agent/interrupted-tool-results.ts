@@ -2,7 +2,7 @@
  * Repairing a transcript whose process stopped in the middle of a tool batch.
  * @module
  */
-import { toolCallsOf, type Message, type ToolResultMessage } from '../types/messages.js';
+import { isRecordOnly, toolCallsOf, type Message, type ToolResultMessage } from '../types/messages.js';
 
 /** The text of the result given to a tool call whose process stopped before it was answered. */
 export const INTERRUPTED_TOOL_RESULT =
@@ -22,8 +22,7 @@ export function interruptedToolResults(
   let last = messages.length - 1;
   while (last >= 0 && messages[last]!.role === 'toolResult') last--;
   const assistant = messages[last];
-  if (assistant?.role !== 'assistant' || assistant.stopReason === 'error' || assistant.stopReason === 'aborted')
-    return [];
+  if (assistant?.role !== 'assistant' || isRecordOnly(assistant)) return [];
   const answered = new Set<string>();
   for (let i = last + 1; i < messages.length; i++) answered.add((messages[i] as ToolResultMessage).toolCallId);
   const timestamp = Date.now();

@@ -29,7 +29,7 @@ interface Loose {
  * `assistant`, a `content` array); a block event's `contentIndex` must point at a block of its kind in that snapshot;
  * a delta's `delta`, a `text_end`/`thinking_end`'s `content` must be strings and a `toolcall_end`'s `toolCall` an
  * object; the terminal event's message must be a well-formed assistant message ({@link assistantMessageProblem})
- * whose `stopReason` agrees with it (`done`: `stop`, `length`, `toolUse`; `error`: `error`, `aborted`, with a known
+ * whose `stopReason` agrees with it (`done`: `stop`, `length`, `toolUse`, `blocked`; `error`: `error`, `aborted`, with a known
  * `errorKind`); and nothing may follow the terminal event. A missing `start`, or a `start` that comes again, is
  * tolerated (the loop opens its message at the first event either way).
  *

@@ -6,7 +6,7 @@ import { defer, isObservable, tap, type Observable } from 'rxjs';
 import type { ModelCallNext, ModelRequest } from '../middleware/wrapper-types.js';
 import { WrapperDecision } from '../middleware/compose-wrappers.js';
 import { errorMessageOf, HookError, isAbortError, RunAbortedError } from '../types/errors.js';
-import type { AssistantMessage, Message, ProviderErrorKind } from '../types/messages.js';
+import { isRecordOnly, type AssistantMessage, type Message, type ProviderErrorKind } from '../types/messages.js';
 import type { ModelAttemptEvent, PreviousAttempt } from '../types/agent-events.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import type { Model } from '../types/model.js';
@@ -186,7 +186,7 @@ export function* streamResponse(
   const message = terminal;
   if (turn.streaming === undefined) emit({ type: 'message_start', runId, message });
   turn.streaming = undefined;
-  if (message.stopReason === 'error' || message.stopReason === 'aborted') {
+  if (isRecordOnly(message)) {
     run.transcript.push(message);
     run.newMessages.push(message);
     turn.assistant = message;

@@ -5,7 +5,7 @@
  */
 import type { TurnDecision } from '../middleware/types.js';
 import { renderFragments } from '../types/apply-patch.js';
-import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
+import { isRecordOnly, toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
 import { wait, type Op } from './drive.js';
 import { addMessage, callHook, newTurn, turnContext, type RunState } from './run-state.js';
 import { useTools } from './use-tools.js';
@@ -55,8 +55,10 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
 
   const response = yield* streamResponse(run, state, context, systemPrompt);
   if (run.spend !== undefined) run.spend(response.usage);
-  if (response.stopReason === 'error' || response.stopReason === 'aborted') {
-    run.outcome = response.stopReason === 'error' ? 'failed' : 'cancelled';
+  if (isRecordOnly(response)) {
+    // A blocked answer is not a failure: the vendor's policy stopped the run (the message says why).
+    run.outcome =
+      response.stopReason === 'error' ? 'failed' : response.stopReason === 'blocked' ? 'stopped' : 'cancelled';
     endTurn(run, state, response, []);
     return 'end';
   }

@@ -3,7 +3,7 @@
  * store `--db` / `CUBEPI_DB` / the configuration name (default `.cubepi/threads.db`).
  * @module
  */
-import { textOf, type Message, type ThreadInfo } from '../index.js';
+import { isRecordOnly, textOf, type Message, type ThreadInfo } from '../index.js';
 import { CliError, EXIT, usageError } from './cli-error.js';
 import type { Command } from './command.js';
 import { loadConfig } from './load-config.js';
@@ -161,10 +161,9 @@ function describe(message: Message): string {
             ? `  ⚙ ${block.name}(${clip(JSON.stringify(block.arguments), 160)})`
             : `  (thinking: ${clip(block.thinking, 80)})`,
       );
-      if (message.stopReason === 'error' || message.stopReason === 'aborted') {
-        parts.push(
-          `  [${message.stopReason}${message.errorMessage === undefined ? '' : `: ${clip(message.errorMessage, 160)}`}]`,
-        );
+      if (isRecordOnly(message)) {
+        const why = message.errorMessage ?? message.blockReason;
+        parts.push(`  [${message.stopReason}${why === undefined ? '' : `: ${clip(why, 160)}`}]`);
       }
       return parts.join('\n');
     }

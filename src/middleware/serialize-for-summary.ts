@@ -2,7 +2,7 @@
  * The conversation as plain text, for a model asked to summarise it.
  * @module
  */
-import type { Message } from '../types/messages.js';
+import { isRecordOnly, type Message } from '../types/messages.js';
 
 /** Longest text kept of one tool result (the rest is cut with a note): tool output is the bulk of long threads. */
 const MAX_RESULT_CHARS = 4_000;
@@ -26,10 +26,9 @@ export function serializeForSummary(messages: readonly Message[]): string {
           else if (block.type === 'toolCall')
             parts.push(`[called tool ${block.name} with ${JSON.stringify(block.arguments)}]`);
         }
-        if (message.stopReason === 'error' || message.stopReason === 'aborted') {
-          parts.push(
-            `[the answer ended: ${message.stopReason}${message.errorMessage ? `: ${message.errorMessage}` : ''}]`,
-          );
+        if (isRecordOnly(message)) {
+          const why = message.errorMessage ?? message.blockReason;
+          parts.push(`[the answer ended: ${message.stopReason}${why ? `: ${why}` : ''}]`);
         }
         lines.push(`Assistant: ${parts.join('\n')}`);
         break;

@@ -48,6 +48,8 @@ export interface FauxMessageOptions {
   readonly errorKind?: ProviderErrorKind | undefined;
   /** For `stopReason: 'error'`: the provider's "retry after" (on the error event and the message). */
   readonly retryAfterMs?: number | undefined;
+  /** For `stopReason: 'blocked'`; defaults to `Faux block`. */
+  readonly blockReason?: string | undefined;
   /** Reported as is instead of the provider's estimate. */
   readonly usage?: Usage | undefined;
   readonly responseId?: string | undefined;
@@ -78,6 +80,7 @@ export function fauxMessage(
     timestamp: Date.now(),
     ...(options.responseId !== undefined ? { responseId: options.responseId } : {}),
   };
+  if (stopReason === 'blocked') return { ...message, blockReason: options.blockReason ?? 'Faux block' };
   if (stopReason !== 'error' && stopReason !== 'aborted') return message;
   return {
     ...message,

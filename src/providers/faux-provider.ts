@@ -193,6 +193,8 @@ export class FauxProvider implements Provider {
     if (scripted.stopReason === 'error' || scripted.stopReason === 'aborted') {
       const kind = scripted.stopReason === 'aborted' ? 'aborted' : (scripted.errorKind ?? 'unknown');
       yield () => asm.error(kind, scripted.errorMessage ?? 'Faux error', scripted.retryAfterMs);
+    } else if (scripted.stopReason === 'blocked') {
+      yield () => asm.blocked(scripted.blockReason ?? 'Faux block');
     } else {
       yield () => asm.done(scripted.stopReason as 'stop' | 'length' | 'toolUse');
     }

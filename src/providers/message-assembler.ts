@@ -249,9 +249,19 @@ export class MessageAssembler {
   }
 
   /** The terminal `done` event with the final message. */
-  done(stopReason: Exclude<StopReason, 'error' | 'aborted'>): DoneEvent {
+  done(stopReason: Exclude<StopReason, 'error' | 'aborted' | 'blocked'>): DoneEvent {
     this.finishOpenToolCalls();
     return { type: 'done', message: this.snapshot(stopReason) };
+  }
+
+  /**
+   * The terminal `done` event of an answer the vendor blocked (a safety filter, a guardrail, a refusal): `stopReason`
+   * `blocked` with `blockReason` in the vendor's words. The content so far is kept for the record; the message is
+   * never replayed and its tool calls never run (`isRecordOnly`).
+   */
+  blocked(blockReason: string): DoneEvent {
+    this.finishOpenToolCalls();
+    return { type: 'done', message: { ...this.snapshot('blocked'), blockReason } };
   }
 
   /**

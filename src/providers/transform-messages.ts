@@ -3,7 +3,7 @@
  * @module
  */
 import type { AssistantContent } from '../types/content.js';
-import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
+import { isRecordOnly, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
 import { sameModel } from './model-table.js';
 
 /** Who the transcript is about to be sent to. */
@@ -62,7 +62,7 @@ export function transformMessages(messages: readonly Message[], target: Transfor
       out.push(message);
       continue;
     }
-    if (message.stopReason === 'error' || message.stopReason === 'aborted') continue;
+    if (isRecordOnly(message)) continue;
     const converted = convertAssistant(message, target);
     if (converted === undefined) continue;
     for (const block of converted.content) if (block.type === 'toolCall') pending.set(block.id, block.name);
@@ -90,7 +90,10 @@ function convertAssistant(message: AssistantMessage, target: TransformTarget): A
         break;
       case 'toolCall': {
         const id = target.normalizeToolCallId(block.id);
-        if (id !== block.id) next = { ...block, id };
+        if (!own && block.signature !== undefined) {
+          const { signature: _foreign, ...call } = block;
+          next = { ...call, id };
+        } else if (id !== block.id) next = { ...block, id };
         break;
       }
     }

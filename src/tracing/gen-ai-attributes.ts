@@ -77,6 +77,8 @@ export function finishReasons(stopReason: StopReason): string[] | undefined {
       return ['length'];
     case 'toolUse':
       return ['tool_call'];
+    case 'blocked':
+      return ['content_filter'];
     case 'error':
       return ['error'];
     case 'aborted':

@@ -11,6 +11,7 @@ const STOP_REASON_NAMES = {
   stop: true,
   length: true,
   toolUse: true,
+  blocked: true,
   error: true,
   aborted: true,
 } as const satisfies Record<StopReason, true>;
@@ -109,6 +110,7 @@ const MESSAGE_FIELDS: Fields = [
   ['provider', 'string', false],
   ['model', 'string', false],
   ['errorMessage', 'string', true],
+  ['blockReason', 'string', true],
   ['responseId', 'string', true],
 ];
 const BLOCK_FIELDS: Readonly<Record<string, Fields>> = {
@@ -125,6 +127,7 @@ const BLOCK_FIELDS: Readonly<Record<string, Fields>> = {
     ['id', 'string', false],
     ['name', 'string', false],
     ['invalidArguments', 'string', true],
+    ['signature', 'string', true],
   ],
 };
 

@@ -47,6 +47,12 @@ export interface ToolCall {
   readonly name: string;
   readonly arguments: Readonly<Record<string, unknown>>;
   readonly invalidArguments?: string;
+  /**
+   * Provider data replayed with the call on the next request, byte for byte, opaque to everyone else: Gemini's
+   * `thoughtSignature` on a function call (Gemini 3 rejects a replayed call without it). Dropped when the transcript
+   * is sent to another provider or model.
+   */
+  readonly signature?: string;
 }
 
 /** What a user message may hold. */

@@ -19,9 +19,11 @@ export interface UserMessage {
 
 /**
  * Why an assistant message ended: `stop` (a natural end), `length` (the output token limit), `toolUse` (it asks for
- * tools), `error` (the call failed: `errorMessage` and `errorKind` say why) or `aborted` (the run was cancelled).
+ * tools), `blocked` (the vendor's safety system or guardrail stopped the answer, or the model refused: `blockReason`
+ * holds the vendor's words), `error` (the call failed: `errorMessage` and `errorKind` say why) or `aborted` (the run
+ * was cancelled).
  */
-export type StopReason = 'stop' | 'length' | 'toolUse' | 'error' | 'aborted';
+export type StopReason = 'stop' | 'length' | 'toolUse' | 'blocked' | 'error' | 'aborted';
 
 /**
  * The classification of a failed model call, so a host can react without parsing messages: `rate_limited` (429),
@@ -33,8 +35,9 @@ export type ProviderErrorKind =
   'rate_limited' | 'context_overflow' | 'auth' | 'unavailable' | 'bad_request' | 'timeout' | 'aborted' | 'unknown';
 
 /**
- * A model's answer. A message with `stopReason` `error` or `aborted` records a failed or cancelled call: it is kept
- * in the transcript for the record, is never replayed to a model, and its tool calls are never executed.
+ * A model's answer. A message with `stopReason` `error`, `aborted` or `blocked` records a failed, cancelled or blocked
+ * call: it is kept in the transcript for the record, is never replayed to a model, and its tool calls are never
+ * executed ({@link isRecordOnly}).
  */
 export interface AssistantMessage {
   readonly role: 'assistant';
@@ -44,6 +47,11 @@ export interface AssistantMessage {
   readonly errorKind?: ProviderErrorKind;
   /** For a failed call: when the provider said to retry, in milliseconds. */
   readonly retryAfterMs?: number;
+  /**
+   * With `stopReason` `blocked`: why, in the vendor's words (Gemini's `SAFETY` or prompt-feedback `blockReason`,
+   * Bedrock's `guardrail_intervened`, Anthropic's `refusal`, OpenAI's `content_filter`), with any detail it gave.
+   */
+  readonly blockReason?: string;
   readonly usage: Usage;
   /** The id of the provider that answered. */
   readonly provider: string;
@@ -153,4 +161,14 @@ export function canonicalJson(value: unknown): string {
     first = false;
   }
   return out + '}';
+}
+
+/**
+ * True for an assistant message kept only for the record: a failed (`error`), cancelled (`aborted`) or blocked
+ * (`blocked`) call. Such a message is never replayed to a model and its tool calls are never executed, so they have
+ * no results.
+ */
+export function isRecordOnly(message: AssistantMessage): boolean {
+  const reason = message.stopReason;
+  return reason === 'error' || reason === 'aborted' || reason === 'blocked';
 }

@@ -474,7 +474,14 @@ function chooseRun(
   const last = agent.state.messages.at(-1);
   if (last?.role === 'assistant' && last.stopReason !== 'toolUse') {
     // The run had reached its end before the worker was lost: its outcome is what its last answer says.
-    const outcome = last.stopReason === 'aborted' ? 'cancelled' : last.stopReason === 'error' ? 'failed' : 'completed';
+    const outcome =
+      last.stopReason === 'aborted'
+        ? 'cancelled'
+        : last.stopReason === 'error'
+          ? 'failed'
+          : last.stopReason === 'blocked'
+            ? 'stopped'
+            : 'completed';
     return { outcome, messages, pending: undefined };
   }
   return (options) => resumeOrNothing(agent, options);
