@@ -127,15 +127,17 @@ describe('package entry points', () => {
     const script = `
       const anthropic = await import('cubepi/providers/anthropic');
       const openai = await import('cubepi/providers/openai');
+      const google = await import('cubepi/providers/google');
       const kit = await import('cubepi/providers/kit');
-      console.log(JSON.stringify([typeof anthropic.AnthropicProvider, typeof openai.OpenAIProvider, typeof openai.OpenAIResponsesProvider,
+      console.log(JSON.stringify([typeof anthropic.AnthropicProvider, typeof openai.OpenAIProvider, typeof openai.OpenAIResponsesProvider, typeof google.GoogleProvider,
         ...['fromSdkStream', 'stallTimeouts', 'MessageAssembler', 'classifyError', 'classifyErrorCode', 'parseRetryAfter', 'parsePartialJson', 'parseToolArguments'].map((k) => typeof kit[k]),
         typeof kit.DEFAULT_STALL_TIMEOUT_MS, typeof kit.DEFAULT_REASONING_STALL_TIMEOUT_MS]));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
-    expect(JSON.parse(stdout)).toEqual([...Array<string>(11).fill('function'), 'number', 'number']);
+    expect(JSON.parse(stdout)).toEqual([...Array<string>(12).fill('function'), 'number', 'number']);
     for (const types of [
       'dist/src/providers/anthropic.d.ts',
       'dist/src/providers/openai.d.ts',
+      'dist/src/providers/google.d.ts',
       'dist/src/providers/kit.d.ts',
     ]) {
       expect(existsSync(`${root}/${types}`), types).toBe(true);

@@ -31,8 +31,9 @@ export const MISSING_TOOL_RESULT = 'No result provided for this tool call.';
  * - Thinking from another provider or model becomes plain text (its signature means nothing elsewhere); another
  *   provider's or model's redacted (encrypted) thinking is dropped. Thinking of the receiving model is kept as it is.
  * - A text block's `signature` (provider replay data) is dropped when the block came from another provider or model.
- * - Empty text and empty thinking blocks are dropped (Anthropic rejects empty text blocks); an assistant message left
- *   with no content is dropped.
+ * - Empty text and empty thinking blocks are dropped (Anthropic rejects empty text blocks), unless the receiving
+ *   provider and model signed them (Gemini's signature-only empty parts); an assistant message left with no content
+ *   is dropped.
  * - Tool-call ids are normalised with `target.normalizeToolCallId`, on the call and on its result alike.
  * - A tool call with no result gets a synthetic error result ({@link MISSING_TOOL_RESULT}) right after its message's
  *   other results; a result that answers no call in the transcript is dropped.
@@ -81,7 +82,9 @@ function convertAssistant(message: AssistantMessage, target: TransformTarget): A
     let next: AssistantContent | undefined = block;
     switch (block.type) {
       case 'text':
-        if (block.text === '') next = undefined;
+        // An empty text that carries its own provider's signature is replay data (Gemini sends its signature on an
+        // empty text part at the end of a stream): kept for that provider, dropped elsewhere.
+        if (block.text === '') next = own && block.signature !== undefined ? block : undefined;
         else if (!own && block.signature !== undefined) next = { type: 'text', text: block.text };
         break;
       case 'thinking':

@@ -1,0 +1,155 @@
+/**
+ * `cubepi/providers/google`: Gemini through the Gemini API or Vertex AI and the official `@google/genai` SDK.
+ * @module
+ */
+import { ApiError, GoogleGenAI, type GenerateContentResponse, type GoogleGenAIOptions } from '@google/genai';
+import type { Observable } from 'rxjs';
+import { ConfigurationError, errorMessageOf } from '../types/errors.js';
+import type { Message } from '../types/messages.js';
+import type { Model } from '../types/model.js';
+import type { Provider, StreamRequest } from '../types/provider.js';
+import type { StreamEvent } from '../types/stream-events.js';
+import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
+import { GoogleApiError, toGoogleApiError } from './google-error.js';
+import { buildGoogleRequest } from './google-request.js';
+import { googleWireMapper } from './google-wire-mapper.js';
+import { findModel } from './model-table.js';
+
+export { GoogleApiError } from './google-error.js';
+export { GEMINI_DUMMY_SIGNATURE, GEMINI_MADE_ID_PREFIX, type GeminiThinkingLevel } from './google-request.js';
+
+/** Options of {@link GoogleProvider}. */
+export interface GoogleProviderOptions {
+  /**
+   * The Gemini API key (or a Vertex AI express-mode key). Defaults to `GEMINI_API_KEY`, then `GOOGLE_API_KEY`, read
+   * at the first call: without one, a Gemini API call ends with an `auth` error event.
+   */
+  readonly apiKey?: string | undefined;
+  /** `true` for Vertex AI (`GOOGLE_GENAI_USE_VERTEXAI=true` also selects it, as the SDK reads it). */
+  readonly vertexai?: boolean | undefined;
+  /** Vertex AI: the Google Cloud project (default `GOOGLE_CLOUD_PROJECT`). */
+  readonly project?: string | undefined;
+  /** Vertex AI: the region (`us-central1`, `global`; default `GOOGLE_CLOUD_LOCATION`, else `global`). */
+  readonly location?: string | undefined;
+  /**
+   * Vertex AI: how to authenticate when no `apiKey` is given, passed to google-auth-library (`credentials`,
+   * `keyFilename`, `authClient`, `scopes`). Absent: Application Default Credentials. A missing credential ends the
+   * call with an `auth` error event.
+   */
+  readonly googleAuthOptions?: GoogleGenAIOptions['googleAuthOptions'];
+  /** Another endpoint (a proxy, a local test server): the SDK's `httpOptions.baseUrl`. */
+  readonly baseURL?: string | undefined;
+  /** The API version (`v1beta` by default for the Gemini API, `v1beta1` for Vertex AI). */
+  readonly apiVersion?: string | undefined;
+  /** Extra headers sent with every request. */
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+  /** A client you configured yourself; the connection options above are then unused. */
+  readonly client?: GoogleGenAI | undefined;
+  /**
+   * Vertex AI: stream function-call arguments as they are generated (`streamFunctionCallArguments`); the call's
+   * arguments are assembled from the pieces. Off by default.
+   */
+  readonly streamFunctionCallArguments?: boolean | undefined;
+  /** The provider id stamped on messages; `google` by default. */
+  readonly id?: string | undefined;
+}
+
+/**
+ * Gemini as a cubepi {@link Provider}, on the Gemini API or Vertex AI (`vertexai: true`): streamed text, thought
+ * summaries, `thoughtSignature`s kept where Gemini put them (text, thinking, `ToolCall.signature`) and sent back byte
+ * for byte on every later request, function calls (parallel, without arguments, nested; Vertex's streamed arguments
+ * assembled; ids made when Gemini sends none), images in user messages and tool results, usage with cached, thinking
+ * and tool-use-prompt tokens, safety and prompt blocks as `stopReason: 'blocked'` with the block reason.
+ *
+ * `stream()` is cold: subscribing sends one request, unsubscribing aborts it (the socket closes). Every failure is the
+ * terminal `error` event, classified like the other providers (429 `rate_limited` with `retryAfterMs` from
+ * `google.rpc.RetryInfo`, 400 `bad_request` or `context_overflow`, 401/403 `auth`, 404 `bad_request`, 5xx and
+ * overloaded `unavailable`). The SDK's own retries and automatic continuation are off: retrying is the run's call.
+ *
+ * Per-request options (`StreamOptions`): `signal`, `maxTokens`, `temperature`, `thinkingBudget` (tokens, `-1`:
+ * dynamic), `thinkingLevel` (`'minimal' | 'low' | 'medium' | 'high'`, Gemini 3), `includeThoughts` (thought
+ * summaries; on by default for a reasoning model), and the stall limits.
+ *
+ * @example
+ * const gemini = new GoogleProvider();                                        // GEMINI_API_KEY
+ * const vertex = new GoogleProvider({ vertexai: true, project: 'my-project', location: 'us-central1' });
+ * const agent = new Agent({ provider: gemini, model: { id: 'gemini-3-pro-preview', provider: 'google' } });
+ */
+export class GoogleProvider implements Provider {
+  readonly id: string;
+  private client: GoogleGenAI | undefined;
+
+  /** Throws {@link ConfigurationError} for invalid options (a project or location without `vertexai`). */
+  constructor(private readonly options: GoogleProviderOptions = {}) {
+    this.id = options.id ?? 'google';
+    this.client = options.client;
+    if (!options.vertexai && (options.project !== undefined || options.location !== undefined)) {
+      throw new ConfigurationError('GoogleProvider: project and location are Vertex AI options: pass vertexai: true');
+    }
+  }
+
+  /** Streams the model's answer to `messages` (see the class comment for the contract). */
+  stream(model: Model, messages: readonly Message[], request: StreamRequest = {}): Observable<StreamEvent> {
+    return fromSdkStream<GenerateContentResponse>({
+      provider: this.id,
+      model: model.id,
+      api: this.options.vertexai ? 'Vertex AI Gemini' : 'Gemini',
+      timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
+      ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
+      open: async (signal) => {
+        const params = buildGoogleRequest(model, messages, request, {
+          provider: this.id,
+          streamFunctionCallArguments: this.options.streamFunctionCallArguments,
+        });
+        params.config = { ...params.config, abortSignal: signal };
+        try {
+          const stream = await this.getClient().models.generateContentStream(params);
+          return readable(stream);
+        } catch (error) {
+          throw toGoogleApiError(error, ApiError);
+        }
+      },
+      mapper: (asm) => googleWireMapper(asm, model),
+      errors: { APIError: GoogleApiError },
+    });
+  }
+
+  /** The SDK client, made at the first call, so a missing key is an `auth` error event of that call. */
+  private getClient(): GoogleGenAI {
+    if (this.client !== undefined) return this.client;
+    const { apiKey, vertexai, project, location, googleAuthOptions, baseURL, apiVersion, headers } = this.options;
+    const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {};
+    const key = apiKey ?? (env.GEMINI_API_KEY || env.GOOGLE_API_KEY || undefined);
+    const useVertex = vertexai ?? /^(1|true)$/i.test(env.GOOGLE_GENAI_USE_VERTEXAI ?? '');
+    if (!useVertex && key === undefined) {
+      throw new Error('No Gemini API key: pass { apiKey } or set GEMINI_API_KEY (or GOOGLE_API_KEY)');
+    }
+    const httpOptions = {
+      ...(baseURL !== undefined ? { baseUrl: baseURL } : {}),
+      ...(headers !== undefined ? { headers: { ...headers } } : {}),
+    };
+    try {
+      this.client = new GoogleGenAI({
+        vertexai: useVertex,
+        ...(key !== undefined && (!useVertex || apiKey !== undefined) ? { apiKey: key } : {}),
+        ...(project !== undefined ? { project } : {}),
+        ...(location !== undefined ? { location } : {}),
+        ...(googleAuthOptions !== undefined ? { googleAuthOptions } : {}),
+        ...(apiVersion !== undefined ? { apiVersion } : {}),
+        ...(Object.keys(httpOptions).length > 0 ? { httpOptions } : {}),
+      });
+    } catch (error) {
+      throw new ConfigurationError(`GoogleProvider: ${errorMessageOf(error)}`, { cause: error });
+    }
+    return this.client;
+  }
+}
+
+/** The SDK's stream with its errors made classifiable; stopping early still runs the SDK's own cleanup. */
+async function* readable(stream: AsyncIterable<GenerateContentResponse>): AsyncGenerator<GenerateContentResponse> {
+  try {
+    for await (const chunk of stream) yield chunk;
+  } catch (error) {
+    throw toGoogleApiError(error, ApiError);
+  }
+}
