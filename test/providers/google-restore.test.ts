@@ -89,7 +89,7 @@ describe('GoogleProvider: a Gemini 3 conversation restored from SQLite in a new 
       threadId: 'gemini-1',
     });
     await agent.prompt('Read the theme and screens A, B and C, then the weather in Boston and San Francisco.');
-    checkpointer.close();
+    await checkpointer.close();
 
     // Three model calls in the first process: thought + four calls, two parallel calls, the answer.
     expect(server.requests).toHaveLength(3);
