@@ -257,4 +257,40 @@ describe('MessageAssembler', () => {
     expect(asm.textDelta(0, 'b').partial.content).toEqual([{ type: 'text', text: 'ab', signature: 'sig' }]);
     expect(asm.endText(0).partial.content).toEqual([{ type: 'text', text: 'ab', signature: 'sig' }]);
   });
+
+  it("keeps a tool call's signature through its deltas, the strict parse, a whole call and an invalid one", () => {
+    const asm = new MessageAssembler({ provider: 'p', model: 'm' });
+    asm.startToolCall('c1', 'f');
+    asm.setToolCallSignature(0, 'sig-1');
+    expect(asm.toolCallDelta(0, '{"a":').partial.content[0]).toMatchObject({ signature: 'sig-1' });
+    asm.toolCallDelta(0, '1}');
+    expect(asm.endToolCall(0).toolCall).toEqual({
+      type: 'toolCall',
+      id: 'c1',
+      name: 'f',
+      arguments: { a: 1 },
+      signature: 'sig-1',
+    });
+    asm.startToolCall('c2', 'g', { b: 2 });
+    asm.setToolCallSignature(1, 'sig-2');
+    expect(asm.endToolCall(1).toolCall).toEqual({
+      type: 'toolCall',
+      id: 'c2',
+      name: 'g',
+      arguments: { b: 2 },
+      signature: 'sig-2',
+    });
+    asm.startToolCall('c3', 'h');
+    asm.setToolCallSignature(2, 'sig-3');
+    asm.toolCallDelta(2, '[1]');
+    expect(asm.done('toolUse').message.content[2]).toEqual({
+      type: 'toolCall',
+      id: 'c3',
+      name: 'h',
+      arguments: {},
+      invalidArguments: '[1]',
+      signature: 'sig-3',
+    });
+    expect(() => asm.setToolCallSignature(5, 'x')).toThrow(/no toolCall block at index 5/);
+  });
 });

@@ -92,6 +92,17 @@ describe('transformMessages (cross-provider handoff)', () => {
     expect(out).toEqual([expect.objectContaining({ role: 'user', content: 'a' })]);
   });
 
+  it("keeps an empty text block its own provider and model signed (Gemini's signature-only part); drops it elsewhere", () => {
+    const signed = assistant([{ type: 'text', text: '', signature: 'g-sig' }], {
+      provider: 'google',
+      model: 'gemini-3-pro-preview',
+    });
+    const gemini = { provider: 'google', model: 'gemini-3-pro-preview', normalizeToolCallId: (id: string) => id };
+    expect(transformMessages([userMessage('a'), signed], gemini)[1]).toBe(signed);
+    expect(transformMessages([userMessage('a'), signed], { ...gemini, model: 'gemini-2.5-pro' })).toHaveLength(1);
+    expect(transformMessages([userMessage('a'), signed], target)).toHaveLength(1);
+  });
+
   it('answers calls left without a result with a synthetic error result, before the next message', () => {
     const out = transformMessages(
       [
