@@ -147,10 +147,14 @@ function modelParts(message: AssistantMessage, own: boolean, geminiIds: Set<stri
   return parts;
 }
 
-/** Gemini 3 rejects a function-call step whose first call has no signature: another model's calls get the dummy. */
+/**
+ * Gemini 3 rejects a function-call step whose first call has no signature: a step that carries no signature at all
+ * (another model's calls) gets the dummy. A step Gemini signed elsewhere (a trailing signature-only part) is replayed
+ * as it came.
+ */
 function addDummySignature(parts: Part[]): void {
   const first = parts.findIndex((part) => part.functionCall !== undefined);
-  if (first < 0 || parts.slice(first).some((part) => part.functionCall && part.thoughtSignature)) return;
+  if (first < 0 || parts.some((part) => part.thoughtSignature !== undefined)) return;
   parts[first] = { ...parts[first], thoughtSignature: GEMINI_DUMMY_SIGNATURE };
 }
 

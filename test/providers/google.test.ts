@@ -2,7 +2,10 @@
 // locally (test/fixtures/providers/google), and against error bodies in Google's documented shape.
 import { tap } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import {
+  Agent,
+  defineTool,
   userMessage,
   type AssistantMessage,
   type Message,
@@ -468,6 +471,57 @@ describe('GoogleProvider: requests', () => {
     expect(contents[2].parts.map((p: { functionResponse: { id?: string } }) => p.functionResponse.id)).toEqual([
       'abc123',
       undefined,
+    ]);
+  });
+});
+
+describe('GoogleProvider: a signature-only part after the calls, through an Agent', () => {
+  it('is kept as an empty signed text block after the calls and replayed there on the next request', async () => {
+    // Built from a shape other projects report from the live API (a trailing `{ text: '', thoughtSignature }` after a
+    // functionCall, cloudwego/eino-ext#757); none of our recordings has it after a call.
+    const turn = {
+      candidates: [
+        {
+          content: {
+            role: 'model',
+            parts: [
+              { functionCall: { name: 'echo', args: { say: 'hi' } } },
+              { text: '', thoughtSignature: 'trailing-sig' },
+            ],
+          },
+          finishReason: 'STOP',
+        },
+      ],
+      responseId: 'r9',
+    };
+    server.reply(
+      sse(`data: ${JSON.stringify(turn)}\n\n`),
+      sse(googleBodies('empty-text-thought-signature.vercel-ai.jsonl')[0]!),
+    );
+    const echo = defineTool({
+      name: 'echo',
+      description: 'Echoes',
+      parameters: z.object({ say: z.string() }),
+      execute: async (_id, { say }) => ({ content: [{ type: 'text', text: say }] }),
+    });
+    const agent = new Agent({ provider: gemini(), model: FLASH, tools: [echo] });
+    const added = await agent.prompt('Echo hi');
+    const first = added[1] as AssistantMessage;
+    expect(first.content).toEqual([
+      { type: 'toolCall', id: 'gcall_r9_0', name: 'echo', arguments: { say: 'hi' } },
+      { type: 'text', text: '', signature: 'trailing-sig' },
+    ]);
+    expect(first.stopReason).toBe('toolUse');
+    expect(server.requests[1]!.body.contents[1].parts).toEqual([
+      { functionCall: { name: 'echo', args: { say: 'hi' } } },
+      { text: '', thoughtSignature: 'trailing-sig' },
+    ]);
+    expect((added.at(-1) as AssistantMessage).content).toEqual([
+      {
+        type: 'text',
+        text: '4',
+        signature: recordedSignatures(googleBodies('empty-text-thought-signature.vercel-ai.jsonl')[0]!)[0],
+      },
     ]);
   });
 });
