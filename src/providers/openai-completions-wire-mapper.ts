@@ -24,7 +24,8 @@ type Delta = Chunk['choices'][number]['delta'];
  *   the name, and parallel calls may interleave.
  * - The stream ends after the usage chunk (`stream_options.include_usage`), so the terminal event is decided at the
  *   end: `stop` (or `toolUse` when calls were made: some compatible servers say `stop` even then), `tool_calls` →
- *   `toolUse`, `length` → `length`, `content_filter` and unknown reasons → `error` naming the reason; no
+ *   `toolUse`, `length` → `length`, `content_filter` → `blocked` (`blockReason` `content_filter`), unknown reasons → `error`
+ *   naming the reason; no
  *   `finish_reason` at all → a truncated stream, `error` (`unavailable`).
  * - The end is that usage chunk (no choices, after the `finish_reason`): the response is complete there, and the
  *   stream ends without waiting for the server to close the connection. The `openai` SDK swallows `data: [DONE]` and
@@ -60,7 +61,7 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
       case 'length':
         return asm.done('length');
       case 'content_filter':
-        return asm.error('unknown', 'The response was stopped by the content filter (finish_reason "content_filter")');
+        return asm.blocked('content_filter');
       default:
         return asm.error('unknown', `The response stopped with an unknown finish_reason "${finishReason}"`);
     }
