@@ -5,10 +5,12 @@
 import type OpenAI from 'openai';
 import type { Model } from '../types/model.js';
 import type { StreamEvent } from '../types/stream-events.js';
-import { computeUsage } from '../types/usage.js';
+import { computeUsage, EMPTY_USAGE, type Usage } from '../types/usage.js';
 import type { WireMapper } from './from-sdk-stream.js';
 import type { MessageAssembler } from './message-assembler.js';
 import { modelPricing } from './model-table.js';
+
+const UNREPORTED_USAGE: Usage = Object.freeze({ ...EMPTY_USAGE, unreported: true });
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type Delta = Chunk['choices'][number]['delta'];
@@ -30,7 +32,8 @@ type Delta = Chunk['choices'][number]['delta'];
  * - The end is that usage chunk (no choices, after the `finish_reason`): the response is complete there, and the
  *   stream ends without waiting for the server to close the connection. The `openai` SDK swallows `data: [DONE]` and
  *   reads on until the server closes, so a server that keeps the response open after `[DONE]` would otherwise leave
- *   the call without its terminal event. A server that sends no usage chunk ends at the close, as before.
+ *   the call without its terminal event. A server that sends no usage chunk ends at the close, as before, and its
+ *   message's usage is zero and marked `unreported: true`.
  */
 export function completionsWireMapper(asm: MessageAssembler, model: Model): WireMapper<Chunk> {
   let text: number | undefined; // content index of the open text block
@@ -39,6 +42,7 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
   let callCount = 0;
   let finishReason: string | undefined;
   let reportedModel: string | undefined;
+  let usageSeen = false;
 
   const closeText = (emit: (event: StreamEvent) => void) => {
     if (text !== undefined) emit(asm.endText(text));
@@ -50,6 +54,8 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
   };
 
   const terminal = () => {
+    // Some compatible servers (older llama.cpp, LM Studio, proxies) ignore stream_options and send no usage chunk.
+    if (!usageSeen) asm.setUsage(UNREPORTED_USAGE);
     switch (finishReason) {
       case undefined:
         return asm.error('unavailable', 'The OpenAI stream ended without a finish_reason (truncated response)');
@@ -78,6 +84,7 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
 
     map(chunk, emit) {
       if (chunk.usage) {
+        usageSeen = true;
         const usage = chunk.usage;
         const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
         const written = usage.prompt_tokens_details?.cache_write_tokens ?? 0;
