@@ -248,9 +248,8 @@ export class MessageAssembler {
   }
 
   /**
-   * Sets the provider's replay data on the tool call at `contentIndex` (see `ToolCall.signature`: Gemini's
-   * `thoughtSignature` on a function call), kept byte for byte. No event: it shows on the next snapshot, on the call at
-   * `toolcall_end` when set before it, and on the final message.
+   * Sets the provider's replay data on the tool call at `contentIndex` (see `ToolCall.signature`: Gemini's thought
+   * signature). No event: it shows at `toolcall_end` and in the message.
    */
   setToolCallSignature(contentIndex: number, signature: string): void {
     const block = this.blockAt(contentIndex, 'toolCall');
@@ -301,10 +300,10 @@ export class MessageAssembler {
     if (raw === undefined) return block; // already finished, or arrived whole (startToolCall with arguments)
     this.openArguments!.delete(contentIndex);
     const parsed = parseToolArguments(raw);
-    const signature = block.signature === undefined ? {} : { signature: block.signature };
+    const signed = block.signature === undefined ? {} : { signature: block.signature };
     const toolCall: ToolCall = parsed.ok
-      ? { type: 'toolCall', id: block.id, name: block.name, arguments: parsed.value, ...signature }
-      : { type: 'toolCall', id: block.id, name: block.name, arguments: {}, invalidArguments: raw, ...signature };
+      ? { type: 'toolCall', id: block.id, name: block.name, arguments: parsed.value, ...signed }
+      : { type: 'toolCall', id: block.id, name: block.name, arguments: {}, invalidArguments: raw, ...signed };
     this.replace(contentIndex, toolCall);
     return toolCall;
   }
