@@ -23,9 +23,15 @@ export class GoogleApiError extends Error {
 
 /**
  * Turns the SDK's `ApiError` (its message is the JSON error body, or `got status: …. <json>` for an error inside
- * the stream) into a {@link GoogleApiError}; anything else is returned as it is.
+ * the stream) into a {@link GoogleApiError}; anything else is returned as it is. The wait comes from the body's
+ * `RetryInfo`, else from a `retry-after` header of the response (`responseHeaders`, when the caller saw them: a proxy
+ * or a front end may send one).
  */
-export function toGoogleApiError(error: unknown, ApiError: abstract new (...args: never[]) => Error): unknown {
+export function toGoogleApiError(
+  error: unknown,
+  ApiError: abstract new (...args: never[]) => Error,
+  responseHeaders?: Headers,
+): unknown {
   if (!(error instanceof ApiError)) return error;
   const status = (error as Error & { status?: unknown }).status;
   const body = parseBody(error.message);
@@ -36,7 +42,7 @@ export function toGoogleApiError(error: unknown, ApiError: abstract new (...args
   return new GoogleApiError(
     typeof status === 'number' ? status : typeof inner?.code === 'number' ? inner.code : 500,
     { error: { ...(code !== undefined ? { code } : {}), message } },
-    retryMs === undefined ? {} : { 'retry-after-ms': String(retryMs) },
+    retryMs !== undefined ? { 'retry-after-ms': String(retryMs) } : retryHeaders(responseHeaders),
     { cause: error },
   );
 }
@@ -55,7 +61,7 @@ function parseBody(message: string): GoogleErrorBody | undefined {
   if (start < 0) return undefined;
   try {
     const parsed = JSON.parse(message.slice(start)) as unknown;
-    return parsed !== null && typeof parsed === 'object' ? (parsed) : undefined;
+    return parsed !== null && typeof parsed === 'object' ? parsed : undefined;
   } catch {
     return undefined;
   }
@@ -72,4 +78,13 @@ function retryDelayMs(details: unknown): number | undefined {
     if (match) return Math.round(Number(match[1]) * 1000);
   }
   return undefined;
+}
+
+function retryHeaders(headers: Headers | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of ['retry-after-ms', 'retry-after']) {
+    const value = headers?.get(name);
+    if (value !== null && value !== undefined) out[name] = value;
+  }
+  return out;
 }

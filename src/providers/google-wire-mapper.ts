@@ -141,13 +141,10 @@ export function googleWireMapper(asm: MessageAssembler, model: Model): WireMappe
       for (const arg of (fc as { partialArgs?: GeminiPartialArg[] }).partialArgs ?? []) call.args.apply(arg);
       return;
     }
-    const args = fc.args ?? {};
-    if (isRecord(args)) emit(asm.startToolCall(id, fc.name, args));
-    else {
-      // Not an object (a string, an array): strictly parsed at the end, so the call becomes invalidArguments.
-      emit(asm.startToolCall(id, fc.name));
-      emit(asm.toolCallDelta(contentIndex, JSON.stringify(args)));
-    }
+    // Arguments that arrived whole are streamed as one delta of their JSON, so a call's deltas always add up to it;
+    // the strict parse at the end makes arguments that are not an object (a string, an array) invalidArguments.
+    emit(asm.startToolCall(id, fc.name));
+    emit(asm.toolCallDelta(contentIndex, JSON.stringify(fc.args ?? {})));
     if (signature !== undefined) asm.setToolCallSignature(contentIndex, signature);
     emit(asm.endToolCall(contentIndex));
   };

@@ -102,11 +102,14 @@ export class GoogleProvider implements Provider {
           streamFunctionCallArguments: this.options.streamFunctionCallArguments,
         });
         params.config = { ...params.config, abortSignal: signal };
+        // The SDK's error keeps the body but not the headers: a fetch of our own sees them (`retry-after`).
+        const seen: { headers?: Headers } = {};
+        if (this.options.client === undefined) params.config.httpOptions = { fetch: headerSeeingFetch(seen) };
         try {
           const stream = await this.getClient().models.generateContentStream(params);
-          return readable(stream);
+          return readable(stream, seen);
         } catch (error) {
-          throw toGoogleApiError(error, ApiError);
+          throw toGoogleApiError(error, ApiError, seen.headers);
         }
       },
       mapper: (asm) => googleWireMapper(asm, model),
@@ -146,10 +149,37 @@ export class GoogleProvider implements Provider {
 }
 
 /** The SDK's stream with its errors made classifiable; stopping early still runs the SDK's own cleanup. */
-async function* readable(stream: AsyncIterable<GenerateContentResponse>): AsyncGenerator<GenerateContentResponse> {
+async function* readable(
+  stream: AsyncIterable<GenerateContentResponse>,
+  seen: { headers?: Headers },
+): AsyncGenerator<GenerateContentResponse> {
   try {
     for await (const chunk of stream) yield chunk;
   } catch (error) {
-    throw toGoogleApiError(error, ApiError);
+    throw toGoogleApiError(error, ApiError, seen.headers);
   }
+}
+
+// Node's fetch (undici) cuts a response after 300 s without headers or body bytes; the SDK turns those limits off
+// with this dispatcher when it uses its own fetch, and so does ours: the kit's stall limits are the ones that apply.
+const UNDICI_GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+type Dispatch = (options: Record<string, unknown>, handler: unknown) => unknown;
+const noTimeoutDispatcher = {
+  dispatch(options: Record<string, unknown>, handler: unknown): unknown {
+    if ((globalThis as Record<symbol, unknown>)[UNDICI_GLOBAL_DISPATCHER] === undefined) new Headers(); // undici loads lazily
+    const global = (globalThis as Record<symbol, { dispatch?: Dispatch } | undefined>)[UNDICI_GLOBAL_DISPATCHER];
+    if (typeof global?.dispatch !== 'function') throw new Error('The undici global dispatcher is not available');
+    return global.dispatch({ ...options, headersTimeout: 0, bodyTimeout: 0 }, handler);
+  },
+};
+
+/** `fetch`, remembering the headers of a response that is not ok (the SDK's `ApiError` drops them). */
+function headerSeeingFetch(seen: { headers?: Headers }): typeof fetch {
+  const isNode =
+    typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string';
+  return async (input, init) => {
+    const response = await fetch(input, isNode ? ({ ...init, dispatcher: noTimeoutDispatcher } as RequestInit) : init);
+    if (!response.ok) seen.headers = response.headers;
+    return response;
+  };
 }

@@ -19,6 +19,7 @@ export type { CreateServerLike, IncomingLike, ResponseLike, ServerLike } from '.
 export { anthropicMessagesWire } from './anthropic-messages-wire.js';
 export { openAIChatWire } from './openai-chat-wire.js';
 export { openAIResponsesWire } from './openai-responses-wire.js';
+export { geminiWire } from './gemini-wire.js';
 export {
   FauxProvider,
   type FauxCallContext,

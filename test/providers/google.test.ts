@@ -92,7 +92,8 @@ describe('GoogleProvider: every recorded stream', () => {
 
   it('tool-call-whole-args-signature: one call with its args whole, an id made for it, its 6 KB signature kept', async () => {
     const { events, message, parts, signatures } = await replay('tool-call-whole-args-signature.vercel-ai.jsonl');
-    expect(trace(events)).toEqual(['start', 'toolcall_start:0', 'toolcall_end:0', 'done']);
+    // Arguments that come whole are streamed as one delta of their JSON: a call's deltas add up to it.
+    expect(trace(events)).toEqual(['start', 'toolcall_start:0', 'toolcall_delta:0', 'toolcall_end:0', 'done']);
     expect(message.stopReason).toBe('toolUse');
     expect(calls(message)).toEqual([
       {
@@ -579,6 +580,12 @@ describe('GoogleProvider: bad input and errors', () => {
         'HTTP 429 RESOURCE_EXHAUSTED: You exceeded your current quota, please check your plan and billing details.',
     });
     expect(server.requests).toHaveLength(1); // the SDK did not retry on its own
+  });
+
+  it('without RetryInfo, a retry-after header of the response gives retryAfterMs (a proxy or front end may send one)', async () => {
+    const body = { error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } };
+    const message = await failWith({ kind: 'status', status: 503, body, headers: { 'retry-after': '5' } });
+    expect(message).toMatchObject({ errorKind: 'unavailable', retryAfterMs: 5000 });
   });
 
   it.each([

@@ -3,9 +3,17 @@
 // recordings in test/fixtures/providers show the same shapes); FauxProvider has no wire and is not run here.
 import { createServer } from 'node:http';
 import { describe, it } from 'vitest';
-import { anthropicMessagesWire, openAIChatWire, openAIResponsesWire, providerConformance } from 'cubepi/testing';
+import {
+  anthropicMessagesWire,
+  geminiWire,
+  openAIChatWire,
+  openAIResponsesWire,
+  providerConformance,
+} from 'cubepi/testing';
 import { AnthropicProvider } from 'cubepi/providers/anthropic';
 import { OpenAIProvider, OpenAIResponsesProvider } from 'cubepi/providers/openai';
+import { GoogleProvider } from 'cubepi/providers/google';
+import { fakeVertexAuth } from './google-recordings.js';
 
 providerConformance({
   name: 'AnthropicProvider conformance',
@@ -29,6 +37,31 @@ providerConformance({
   name: 'OpenAIResponsesProvider conformance',
   wire: openAIResponsesWire,
   provider: (baseURL) => new OpenAIResponsesProvider({ baseURL, apiKey: 'test-key' }),
+  createServer,
+  describe,
+  it,
+});
+
+providerConformance({
+  name: 'GoogleProvider (Gemini API) conformance',
+  wire: geminiWire,
+  provider: (baseURL) => new GoogleProvider({ baseURL, apiKey: 'test-key' }),
+  createServer,
+  describe,
+  it,
+});
+
+providerConformance({
+  name: 'GoogleProvider (Vertex AI) conformance',
+  wire: geminiWire,
+  provider: (baseURL) =>
+    new GoogleProvider({
+      baseURL,
+      vertexai: true,
+      project: 'conformance',
+      location: 'us-central1',
+      googleAuthOptions: fakeVertexAuth,
+    }),
   createServer,
   describe,
   it,
