@@ -53,7 +53,7 @@ export type GeminiThinkingLevel = 'minimal' | 'low' | 'medium' | 'high';
  * - The results of one step's calls go in one `user` content, one `functionResponse` each (`{ output }`, or
  *   `{ error }` for an error result), in the calls' order; images in a result go inside the `functionResponse` on
  *   Gemini 3 (multimodal function responses), as `inlineData` parts after it on older models.
- * - Options: `maxTokens` → `maxOutputTokens`, `temperature`, `thinkingBudget` (tokens; `-1` lets the model decide),
+ * - Options: `maxTokens` → `maxOutputTokens`, `temperature`, `thinkingBudget` (tokens; `0` turns thinking off where the model allows it, `-1` lets the model decide),
  *   `thinkingLevel` (`'minimal' | 'low' | 'medium' | 'high'`, Gemini 3), `includeThoughts` (thought summaries; on by
  *   default for a model known to reason or when a budget or level is set).
  * - Gemini's own retries and automatic continuation are off: a failure reaches the run at once, classified.
@@ -198,7 +198,8 @@ function thinkingConfig(model: Model, options: NonNullable<StreamRequest['option
     includeThoughts?: boolean;
   } = {};
   const budget = options.thinkingBudget;
-  if (typeof budget === 'number' && (budget > 0 || budget === -1)) config.thinkingBudget = budget;
+  // 0 turns thinking off where the model allows it (Gemini 2.5 Flash), -1 lets the model decide.
+  if (typeof budget === 'number' && (budget >= 0 || budget === -1)) config.thinkingBudget = budget;
   const level = options.thinkingLevel;
   if (typeof level === 'string' && THINKING_LEVELS.includes(level)) {
     config.thinkingLevel = level.toUpperCase() as NonNullable<ThinkingConfig['thinkingLevel']>;
@@ -207,7 +208,9 @@ function thinkingConfig(model: Model, options: NonNullable<StreamRequest['option
   const include =
     typeof options.includeThoughts === 'boolean'
       ? options.includeThoughts
-      : reasons === true || config.thinkingBudget !== undefined || config.thinkingLevel !== undefined;
+      : (reasons === true && config.thinkingBudget !== 0) ||
+        (config.thinkingBudget !== undefined && config.thinkingBudget !== 0) ||
+        config.thinkingLevel !== undefined;
   if (include) config.includeThoughts = true;
   return Object.keys(config).length > 0 ? config : undefined;
 }

@@ -380,6 +380,41 @@ describe('GoogleProvider: requests', () => {
     ]);
   });
 
+  it('thinkingBudget 0 turns thinking off (no thought summaries asked for); a budget asks for them', async () => {
+    server.reply(
+      sse(googleBodies('empty-text-thought-signature.vercel-ai.jsonl')[0]!),
+      sse(googleBodies('empty-text-thought-signature.vercel-ai.jsonl')[0]!),
+    );
+    const flash25: Model = { id: 'gemini-2.5-flash', provider: 'google', reasoning: true };
+    await collectStream(gemini().stream(flash25, [userMessage('Hi')], { options: { thinkingBudget: 0 } }));
+    await collectStream(gemini().stream(flash25, [userMessage('Hi')], { options: { thinkingBudget: 512 } }));
+    expect(server.requests[0]!.body.generationConfig.thinkingConfig).toEqual({ thinkingBudget: 0 });
+    expect(server.requests[1]!.body.generationConfig.thinkingConfig).toEqual({
+      thinkingBudget: 512,
+      includeThoughts: true,
+    });
+  });
+
+  it('usage: cached tokens are cacheRead (out of input), tool-use prompt tokens are input, all priced', async () => {
+    // UsageMetadata as the API reference documents it (no recording has cached or tool-use-prompt counts).
+    const chunk = {
+      candidates: [{ content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }],
+      usageMetadata: {
+        promptTokenCount: 1000,
+        cachedContentTokenCount: 800,
+        toolUsePromptTokenCount: 50,
+        candidatesTokenCount: 20,
+        thoughtsTokenCount: 30,
+        totalTokenCount: 1100,
+      },
+      responseId: 'r5',
+    };
+    server.reply(sse(`data: ${JSON.stringify(chunk)}\n\n`));
+    const { message } = await collectStream(gemini().stream(PRO, [userMessage('Hi')]));
+    expect(message.usage).toMatchObject({ input: 250, cacheRead: 800, output: 50, reasoning: 30, totalTokens: 1100 });
+    expect(message.usage.cost.total).toBeCloseTo((250 * 2 + 800 * 0.2 + 50 * 12) / 1e6, 12);
+  });
+
   it('a user image goes as inlineData', async () => {
     server.reply(sse(googleBodies('empty-text-thought-signature.vercel-ai.jsonl')[0]!));
     const message: Message = {
