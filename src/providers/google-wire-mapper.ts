@@ -5,7 +5,7 @@
 import type { GenerateContentResponse, Part } from '@google/genai';
 import type { Model } from '../types/model.js';
 import type { StreamEvent, TerminalStreamEvent } from '../types/stream-events.js';
-import { computeUsage, type TokenCounts } from '../types/usage.js';
+import { computeUsage, EMPTY_USAGE, type TokenCounts, type Usage } from '../types/usage.js';
 import type { WireMapper } from './from-sdk-stream.js';
 import { GEMINI_MADE_ID_PREFIX } from './google-request.js';
 import { PartialArgs, type GeminiPartialArg } from './google-partial-args.js';
@@ -13,6 +13,9 @@ import type { MessageAssembler } from './message-assembler.js';
 import { modelPricing } from './model-table.js';
 
 type Emit = (event: StreamEvent) => void;
+
+/** The usage of a response that reported none: zero because unknown (`Usage.unreported`). */
+const UNREPORTED_USAGE: Usage = Object.freeze({ ...EMPTY_USAGE, unreported: true });
 
 /** The finish reasons that mean Gemini's safety system (or a filter) stopped the answer: `blocked`. */
 const BLOCKED_FINISH = new Set([
@@ -64,7 +67,8 @@ interface OpenCall {
  * - `message.model` is the requested model id (`modelVersion` only prices an unknown model: see `identify`).
  * - Usage: `promptTokenCount` minus `cachedContentTokenCount` plus `toolUsePromptTokenCount` is `input`,
  *   `candidatesTokenCount` plus `thoughtsTokenCount` is `output` (thinking is billed as output), `thoughtsTokenCount`
- *   is `reasoning`, `cachedContentTokenCount` is `cacheRead`; priced with the model's prices.
+ *   is `reasoning`, `cachedContentTokenCount` is `cacheRead`; priced with the model's prices. A response without
+ *   any `usageMetadata` has its usage marked `unreported`.
  */
 export function googleWireMapper(asm: MessageAssembler, model: Model): WireMapper<GenerateContentResponse> {
   let text: OpenText | undefined;
@@ -77,6 +81,7 @@ export function googleWireMapper(asm: MessageAssembler, model: Model): WireMappe
   let finishReason: string | undefined;
   let finishMessage: string | undefined;
   let promptBlock: string | undefined;
+  let sawUsage = false;
 
   const closeText = (emit: Emit): void => {
     if (text === undefined) return;
@@ -152,6 +157,7 @@ export function googleWireMapper(asm: MessageAssembler, model: Model): WireMappe
   const updateUsage = (chunk: GenerateContentResponse): void => {
     const usage = chunk.usageMetadata;
     if (usage === undefined) return;
+    sawUsage = true;
     const prompt = usage.promptTokenCount ?? 0;
     const cached = usage.cachedContentTokenCount ?? 0;
     const thoughts = usage.thoughtsTokenCount ?? 0;
@@ -207,6 +213,7 @@ export function googleWireMapper(asm: MessageAssembler, model: Model): WireMappe
     },
 
     end(): TerminalStreamEvent {
+      if (!sawUsage) asm.setUsage(UNREPORTED_USAGE);
       if (promptBlock !== undefined) return asm.blocked(promptBlock);
       if (finishReason === undefined) {
         return sawCandidate

@@ -178,7 +178,10 @@ function headerSeeingFetch(seen: { headers?: Headers }): typeof fetch {
   const isNode =
     typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node === 'string';
   return async (input, init) => {
-    const response = await fetch(input, isNode ? ({ ...init, dispatcher: noTimeoutDispatcher } as RequestInit) : init);
+    const response = await fetch(
+      input,
+      isNode ? ({ ...init, dispatcher: noTimeoutDispatcher } as unknown as RequestInit) : init,
+    );
     if (!response.ok) seen.headers = response.headers;
     return response;
   };

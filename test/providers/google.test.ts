@@ -731,7 +731,9 @@ describe('GoogleProvider: bad input and errors', () => {
       ],
       responseId: 'r4',
     };
-    const call = calls(await failWith(sse(`data: ${JSON.stringify(notAnObject)}\n\n`)))[0];
+    const answer = await failWith(sse(`data: ${JSON.stringify(notAnObject)}\n\n`));
+    expect(answer.usage).toMatchObject({ unreported: true, totalTokens: 0 }); // the chunk had no usageMetadata
+    const call = calls(answer)[0];
     expect(call).toMatchObject({ name: 'f', arguments: {}, invalidArguments: '["x",1]' });
   });
 
