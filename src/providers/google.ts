@@ -83,7 +83,10 @@ export class GoogleProvider implements Provider {
   constructor(private readonly options: GoogleProviderOptions = {}) {
     this.id = options.id ?? 'google';
     this.client = options.client;
-    if (!options.vertexai && (options.project !== undefined || options.location !== undefined)) {
+    const envVertex = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
+      ?.GOOGLE_GENAI_USE_VERTEXAI;
+    const vertex = options.vertexai ?? /^(1|true)$/i.test(envVertex ?? '');
+    if (!vertex && (options.project !== undefined || options.location !== undefined)) {
       throw new ConfigurationError('GoogleProvider: project and location are Vertex AI options: pass vertexai: true');
     }
   }
