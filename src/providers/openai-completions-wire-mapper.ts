@@ -165,7 +165,8 @@ export function completionsWireMapper(
         lastCall = key;
         const signature = compat.thoughtSignatures ? thoughtSignatureOf(call) : undefined;
         if (signature !== undefined) asm.setToolCallSignature(contentIndex, signature);
-        if (call.function?.arguments) emit(asm.toolCallDelta(contentIndex, call.function.arguments));
+        const args = argumentsText(call.function?.arguments);
+        if (args) emit(asm.toolCallDelta(contentIndex, args));
       }
 
       if (choice.finish_reason) {
@@ -188,6 +189,16 @@ function reasoningOf(delta: Delta, fields: readonly string[]): string | undefine
     const value = (delta as Record<string, unknown>)[field];
     if (typeof value === 'string' && value !== '') return value;
   }
+  return undefined;
+}
+
+/**
+ * A call's argument fragment as text. Some servers (Ollama before its OpenAI layer serialised them) send the arguments
+ * as a JSON object instead of a string: it is the whole argument object, so it is serialised here.
+ */
+function argumentsText(args: unknown): string | undefined {
+  if (typeof args === 'string') return args;
+  if (typeof args === 'object' && args !== null) return JSON.stringify(args);
   return undefined;
 }
 

@@ -218,6 +218,25 @@ describe('compat profiles: what each server streams', () => {
     ]);
   });
 
+  it("arguments sent as a JSON object instead of a string are the call's arguments; malformed ones are invalid, not a crash", async () => {
+    const { message } = await run(
+      deltaChunk({
+        role: 'assistant',
+        tool_calls: [
+          { index: 0, id: 'c_obj', type: 'function', function: { name: 'weather', arguments: { city: 'Lima' } } },
+          { index: 1, id: 'c_bad', type: 'function', function: { name: 'weather', arguments: '{"city": Lima' } },
+        ],
+      }) +
+        deltaChunk({}, 'tool_calls') +
+        usageChunk(2, 2) +
+        DONE,
+      provider({ compat: 'ollama' }),
+    );
+    expect(message.content[0]).toEqual({ type: 'toolCall', id: 'c_obj', name: 'weather', arguments: { city: 'Lima' } });
+    expect(message.content[1]).toMatchObject({ id: 'c_bad', arguments: {}, invalidArguments: '{"city": Lima' });
+    expect(message.stopReason).toBe('toolUse');
+  });
+
   it('tool calls without ids get ids made from the response id and position: stable, unique per response', async () => {
     const body = (responseId: string) =>
       deltaChunk(
