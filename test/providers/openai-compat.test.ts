@@ -154,24 +154,67 @@ describe('compat profiles: what each server streams', () => {
     expect(server.requests.at(-1)!.rawBody).not.toContain('reasoning_content');
   });
 
-  it('OpenRouter: delta.reasoning streams as thinking', async () => {
-    // OpenRouter's documented reasoning tokens: delta.reasoning (with reasoning_details beside it, not read here).
+  it('OpenRouter: delta.reasoning streams as thinking; reasoning_details are merged, kept and sent back', async () => {
+    // OpenRouter's documented reasoning tokens (openrouter.ai/docs, "Reasoning tokens", "Preserving reasoning blocks"):
+    // delta.reasoning with delta.reasoning_details beside it; the details go back on the assistant message.
+    const p = provider({ compat: 'openrouter' });
     const { message } = await run(
       deltaChunk({
         role: 'assistant',
-        reasoning: 'Hmm.',
-        reasoning_details: [{ type: 'reasoning.text', text: 'Hmm.', format: 'unknown', index: 0 }],
+        reasoning: 'Check ',
+        reasoning_details: [{ type: 'reasoning.text', text: 'Check ', format: 'anthropic-claude-v1', index: 0 }],
       }) +
-        deltaChunk({ content: 'Yes.' }) +
-        deltaChunk({}, 'stop') +
+        deltaChunk({
+          reasoning: 'the map.',
+          reasoning_details: [{ type: 'reasoning.text', text: 'the map.', signature: 'sig-1', index: 0 }],
+        }) +
+        deltaChunk({ reasoning_details: [{ type: 'reasoning.encrypted', data: 'ZW5j', index: 1 }] }) +
+        deltaChunk({
+          tool_calls: [
+            { index: 0, id: 'call_m', type: 'function', function: { name: 'weather', arguments: '{"city":"Rome"}' } },
+          ],
+        }) +
+        deltaChunk({}, 'tool_calls') +
         usageChunk(3, 4) +
         DONE,
-      provider({ compat: 'openrouter' }),
+      p,
     );
-    expect(message.content).toEqual([
-      { type: 'thinking', thinking: 'Hmm.' },
-      { type: 'text', text: 'Yes.' },
+    const merged = [
+      { type: 'reasoning.text', text: 'Check the map.', format: 'anthropic-claude-v1', index: 0, signature: 'sig-1' },
+      { type: 'reasoning.encrypted', data: 'ZW5j', index: 1 },
+    ];
+    expect(message.content[0]).toMatchObject({ type: 'thinking', thinking: 'Check the map.' });
+    expect(JSON.parse((message.content[0] as { signature: string }).signature)).toEqual(merged);
+    const restored = JSON.parse(JSON.stringify(message)) as typeof message;
+    await run(deltaChunk({ content: 'Sunny.' }, 'stop') + usageChunk(1, 1) + DONE, p, [
+      userMessage('Rome?'),
+      restored,
+      {
+        role: 'toolResult',
+        toolCallId: 'call_m',
+        toolName: 'weather',
+        content: [{ type: 'text', text: 'Sun' }],
+        isError: false,
+        timestamp: 0,
+      },
     ]);
+    const assistant = server.requests.at(-1)!.body.messages[1];
+    expect(assistant.reasoning_details).toEqual(merged);
+    expect(assistant.tool_calls[0].id).toBe('call_m');
+    // Another profile never sends reasoning_details.
+    await run(deltaChunk({ content: 'ok' }, 'stop') + usageChunk(1, 1) + DONE, provider({ compat: 'vllm' }), [
+      userMessage('Rome?'),
+      { ...restored, provider: 'vllm' },
+      {
+        role: 'toolResult',
+        toolCallId: 'call_m',
+        toolName: 'weather',
+        content: [{ type: 'text', text: 'Sun' }],
+        isError: false,
+        timestamp: 0,
+      },
+    ]);
+    expect(server.requests.at(-1)!.rawBody).not.toContain('reasoning_details');
   });
 
   it('a missing usage chunk (older llama.cpp, servers ignoring stream_options): usage zero, marked unreported', async () => {
