@@ -75,6 +75,20 @@ describe('detectOpenAICompat: a profile from the base URL', () => {
     expect(new OpenAIProvider({ apiKey: 'x' }).id).toBe('openai');
   });
 
+  it("without baseURL, detection reads the client's base URL, else OPENAI_BASE_URL (what the SDK will use)", async () => {
+    const { default: OpenAI } = await import('openai');
+    const client = new OpenAI({ apiKey: 'x', baseURL: 'https://api.deepseek.com' });
+    expect(new OpenAIProvider({ client }).compat.name).toBe('deepseek');
+    const saved = process.env.OPENAI_BASE_URL;
+    process.env.OPENAI_BASE_URL = 'http://localhost:1234/v1';
+    try {
+      expect(new OpenAIProvider({ apiKey: 'x' }).id).toBe('lmstudio');
+    } finally {
+      if (saved === undefined) delete process.env.OPENAI_BASE_URL;
+      else process.env.OPENAI_BASE_URL = saved;
+    }
+  });
+
   it('an unknown profile name is a ConfigurationError naming the built-ins', () => {
     expect(() => provider({ compat: 'mistral' as OpenAICompatName })).toThrow(ConfigurationError);
     expect(() => provider({ compat: 'mistral' as OpenAICompatName })).toThrow(/unknown compat profile "mistral".*vllm/);
