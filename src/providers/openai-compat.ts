@@ -42,6 +42,12 @@ export interface OpenAICompat {
    */
   readonly thoughtSignatures?: boolean | undefined;
   /**
+   * Whether the server streams OpenRouter's `reasoning_details` (reasoning text, summaries, encrypted reasoning) and
+   * wants them back: kept in the thinking block's `signature` and sent back as the assistant message's
+   * `reasoning_details`, so reasoning survives tool-call turns.
+   */
+  readonly reasoningDetails?: boolean | undefined;
+  /**
    * What selects this profile in {@link detectOpenAICompat}: host names (`api.deepseek.com`, matching it and its
    * subdomains) and ports (`:11434`, matching a URL on that port exactly).
    */
@@ -56,7 +62,8 @@ const COMPAT_REASONING: readonly string[] = ['reasoning_content', 'reasoning'];
  * - `openai`: the API itself (`max_completion_tokens`, `reasoning_effort`, `stream_options`), and the profile of a
  *   server no other profile names (it reads `reasoning_content` and `reasoning`, which OpenAI never sends).
  * - `deepseek`: `reasoning_content` (deepseek-reasoner), `max_tokens`, no `reasoning_effort`.
- * - `openrouter`: `reasoning` (and `reasoning_content` from some upstreams), `max_tokens`, `reasoning_effort`.
+ * - `openrouter`: `reasoning` (and `reasoning_content` from some upstreams), `max_tokens`, `reasoning_effort`,
+ *   `reasoning_details` kept and sent back.
  * - `vllm`: `reasoning` (vLLM ≥ 0.10) or `reasoning_content` (older), `max_tokens`. No fixed host: pass it.
  * - `llamacpp`: llama.cpp's `llama-server` (port 8080): `reasoning_content`, `max_tokens`, usage not always sent.
  * - `ollama` (port 11434): `reasoning`, `max_tokens`, tool calls streamed whole.
@@ -89,6 +96,7 @@ export const OPENAI_COMPAT = {
     streamOptions: true,
     reasoningEffort: true,
     reasoningFields: ['reasoning', 'reasoning_content'],
+    reasoningDetails: true,
     hosts: ['openrouter.ai'],
   },
   vllm: {

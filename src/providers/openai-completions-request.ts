@@ -32,7 +32,8 @@ export interface CompletionsRequestSettings {
  * - `stream_options.include_usage` is on (the last chunk carries the usage) unless the profile says the server
  *   rejects it; `reasoning_effort` likewise. Tool schemas never carry `strict`.
  * - With `compat.thoughtSignatures` (Gemini), a tool call's `signature` goes back as
- *   `extra_content.google.thought_signature`, byte for byte.
+ *   `extra_content.google.thought_signature`, byte for byte; with `compat.reasoningDetails` (OpenRouter), the
+ *   receiving model's thinking goes back as the assistant message's `reasoning_details`.
  * - Thinking cannot be replayed through Chat Completions: the receiving model's own thinking is left out; another
  *   provider's becomes plain text ({@link transformMessages}).
  * - Tool results go in `tool` messages (text only, as the API requires); images a tool returned follow in one user
@@ -106,6 +107,7 @@ function convertMessages(
       continue;
     }
     let text = '';
+    const details: unknown[] = []; // OpenRouter's reasoning_details, from this provider's own thinking blocks
     const toolCalls: OpenAI.Chat.Completions.ChatCompletionMessageFunctionToolCall[] = [];
     for (const block of message.content) {
       if (block.type === 'text') text += block.text;
@@ -119,18 +121,32 @@ function convertMessages(
             ? { extra_content: { google: { thought_signature: block.signature } } }
             : {}),
         });
+      } else if (block.type === 'thinking' && settings.compat.reasoningDetails && block.signature !== undefined) {
+        details.push(...parseDetails(block.signature));
       }
-      // Thinking of the receiving model has no field in Chat Completions; it is not replayed.
+      // Otherwise the receiving model's thinking has no field in Chat Completions; it is not replayed.
     }
     if (text === '' && toolCalls.length === 0) continue;
     out.push({
       role: 'assistant',
       content: text === '' ? null : text,
       ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      // A field OpenRouter reads and the SDK does not type.
+      ...(details.length > 0 ? ({ reasoning_details: details } as object) : {}),
     });
   }
   flushImages();
   return out;
+}
+
+/** The `reasoning_details` a thinking block's signature holds (JSON written by the mapper); none if it is not that. */
+function parseDetails(signature: string): unknown[] {
+  try {
+    const parsed: unknown = JSON.parse(signature);
+    return Array.isArray(parsed) ? parsed : [];
+  } catch {
+    return [];
+  }
 }
 
 function userPart(block: TextContent | ImageContent): UserPart {

@@ -30,7 +30,8 @@ type WireUsage = NonNullable<Chunk['usage']>;
  *   `id`, and a fragment with neither continues the call opened last. A call without an id gets a stable one made
  *   from the response id and its position (`call_<response>_<n>`), unique across the transcript.
  * - The profile ({@link OpenAICompat}) names the reasoning fields, other places usage may be reported (Groq's
- *   `x_groq.usage`), and whether calls carry Gemini's `extra_content.google.thought_signature` (→ `ToolCall.signature`).
+ *   `x_groq.usage`), whether calls carry Gemini's `extra_content.google.thought_signature` (→ `ToolCall.signature`),
+ *   and whether OpenRouter's `reasoning_details` are kept (merged, as JSON in the thinking block's `signature`).
  * - The stream ends after the usage chunk (`stream_options.include_usage`), so the terminal event is decided at the
  *   end: `stop` (or `toolUse` when calls were made: some compatible servers say `stop` even then), `tool_calls` →
  *   `toolUse`, `length` → `length`, `content_filter` → `blocked` (`blockReason` `content_filter`), unknown reasons → `error`
@@ -61,8 +62,13 @@ export function completionsWireMapper(
     if (text !== undefined) emit(asm.endText(text));
     text = undefined;
   };
+  let details: ReasoningDetail[] = []; // OpenRouter's reasoning_details of the open thinking block, merged
   const closeThinking = (emit: (event: StreamEvent) => void) => {
-    if (thinking !== undefined) emit(asm.endThinking(thinking));
+    if (thinking !== undefined) {
+      if (details.length > 0) asm.appendSignature(thinking, JSON.stringify(details));
+      details = [];
+      emit(asm.endThinking(thinking));
+    }
     thinking = undefined;
   };
 
@@ -133,13 +139,18 @@ export function completionsWireMapper(
       const delta: Delta = choice.delta ?? {};
 
       const reasoning = reasoningOf(delta, compat.reasoningFields);
-      if (reasoning) {
+      const detailsDelta = compat.reasoningDetails
+        ? (delta as { reasoning_details?: unknown }).reasoning_details
+        : undefined;
+      const hasDetails = Array.isArray(detailsDelta) && detailsDelta.length > 0;
+      if (reasoning || hasDetails) {
         closeText(emit);
         if (thinking === undefined) {
           thinking = asm.blockCount;
           emit(asm.startThinking());
         }
-        emit(asm.thinkingDelta(thinking, reasoning));
+        if (hasDetails) details = mergeReasoningDetails(details, detailsDelta);
+        if (reasoning) emit(asm.thinkingDelta(thinking, reasoning));
       }
       for (const piece of [delta.content, delta.refusal]) {
         if (!piece) continue;
@@ -165,7 +176,8 @@ export function completionsWireMapper(
         lastCall = key;
         const signature = compat.thoughtSignatures ? thoughtSignatureOf(call) : undefined;
         if (signature !== undefined) asm.setToolCallSignature(contentIndex, signature);
-        if (call.function?.arguments) emit(asm.toolCallDelta(contentIndex, call.function.arguments));
+        const args = argumentsText(call.function?.arguments);
+        if (args) emit(asm.toolCallDelta(contentIndex, args));
       }
 
       if (choice.finish_reason) {
@@ -189,6 +201,45 @@ function reasoningOf(delta: Delta, fields: readonly string[]): string | undefine
     if (typeof value === 'string' && value !== '') return value;
   }
   return undefined;
+}
+
+/**
+ * A call's argument fragment as text. Some servers (Ollama before its OpenAI layer serialised them) send the arguments
+ * as a JSON object instead of a string: it is the whole argument object, so it is serialised here.
+ */
+function argumentsText(args: unknown): string | undefined {
+  if (typeof args === 'string') return args;
+  if (typeof args === 'object' && args !== null) return JSON.stringify(args);
+  return undefined;
+}
+
+/** One entry of OpenRouter's `reasoning_details` (`reasoning.text`, `reasoning.summary`, `reasoning.encrypted`). */
+type ReasoningDetail = Record<string, unknown>;
+
+/**
+ * Streamed `reasoning_details` entries merged into whole ones: a fragment with the `index` and `type` of the last
+ * entry continues it (its `text`, `summary` and `data` appended; other fields, such as `signature`, set when given).
+ */
+function mergeReasoningDetails(merged: ReasoningDetail[], fragments: readonly unknown[]): ReasoningDetail[] {
+  const out = merged.slice();
+  for (const fragment of fragments) {
+    if (typeof fragment !== 'object' || fragment === null) continue;
+    const piece = fragment as ReasoningDetail;
+    const last = out.at(-1);
+    if (last === undefined || last.index !== piece.index || last.type !== piece.type) {
+      out.push({ ...piece });
+      continue;
+    }
+    const next: ReasoningDetail = { ...last };
+    for (const [key, value] of Object.entries(piece)) {
+      if (value === null || value === undefined) continue;
+      if ((key === 'text' || key === 'summary' || key === 'data') && typeof value === 'string') {
+        next[key] = (typeof last[key] === 'string' ? (last[key]) : '') + value;
+      } else next[key] = value;
+    }
+    out[out.length - 1] = next;
+  }
+  return out;
 }
 
 /** Usage reported outside `chunk.usage`, at one of the profile's paths (Groq: `x_groq.usage`). */

@@ -26,8 +26,9 @@ export interface OpenAIProviderOptions extends OpenAIClientOptions {
   readonly id?: string | undefined;
   /**
    * The server's compat profile ({@link OpenAICompat}): a built-in's name (`'deepseek'`, `'openrouter'`, `'vllm'`,
-   * `'llamacpp'`, `'ollama'`, `'lmstudio'`, `'groq'`, `'gemini'`, `'openai'`) or a profile object. By default detected
-   * from `baseURL` (`detectOpenAICompat`; `azure` with the `azure` option), `openai` when nothing matches.
+   * `'llamacpp'`, `'ollama'`, `'lmstudio'`, `'groq'`, `'gemini'`, `'azure'`, `'openai'`) or a profile object. By
+   * default detected from the base URL (`baseURL`, else the `client`'s, else `OPENAI_BASE_URL`;
+   * `detectOpenAICompat`), `azure` with the `azure` option, `openai` when nothing matches.
    */
   readonly compat?: OpenAICompat | OpenAICompatName | undefined;
   /**
@@ -106,8 +107,12 @@ export class OpenAIProvider implements Provider {
 
 function resolveCompat(options: OpenAIProviderOptions): OpenAICompat {
   const { compat } = options;
-  if (compat === undefined)
-    return options.azure !== undefined ? OPENAI_COMPAT.azure : detectOpenAICompat(options.baseURL);
+  if (compat === undefined) {
+    if (options.azure !== undefined) return OPENAI_COMPAT.azure;
+    // The URL the client will use: the option, the caller's client's, or the SDK's own default from the environment.
+    const env = typeof process === 'undefined' ? undefined : process.env.OPENAI_BASE_URL;
+    return detectOpenAICompat(options.baseURL ?? options.client?.baseURL ?? (env || undefined));
+  }
   if (typeof compat !== 'string') return compat;
   if (!Object.hasOwn(OPENAI_COMPAT, compat)) {
     throw new ConfigurationError(

@@ -1,6 +1,8 @@
 // The provider conformance kit (cubepi/testing) run for every built-in wire provider, each through its real SDK
 // against the kit's local HTTP server. The scenario streams are built from each API's documented format (the
-// recordings in test/fixtures/providers show the same shapes); FauxProvider has no wire and is not run here.
+// recordings in test/fixtures/providers show the same shapes). OpenAIProvider also runs with a compat profile (ollama:
+// max_tokens, its reasoning fields) and as Azure OpenAI (the AzureOpenAI client). FauxProvider has no wire, so the kit
+// does not apply to it.
 import { createServer } from 'node:http';
 import { describe, it } from 'vitest';
 import {
@@ -37,6 +39,27 @@ providerConformance({
   name: 'OpenAIResponsesProvider conformance',
   wire: openAIResponsesWire,
   provider: (baseURL) => new OpenAIResponsesProvider({ baseURL, apiKey: 'test-key' }),
+  createServer,
+  describe,
+  it,
+});
+
+providerConformance({
+  name: 'OpenAIProvider (compat profile ollama) conformance',
+  wire: openAIChatWire,
+  provider: (baseURL) => new OpenAIProvider({ baseURL, apiKey: 'ollama', compat: 'ollama' }),
+  createServer,
+  describe,
+  it,
+});
+
+providerConformance({
+  name: 'OpenAIProvider (Azure OpenAI) conformance',
+  wire: openAIChatWire,
+  provider: (endpoint) =>
+    new OpenAIProvider({
+      azure: { endpoint, deployment: 'conformance', apiVersion: '2024-10-21', apiKey: 'azure-key' },
+    }),
   createServer,
   describe,
   it,
