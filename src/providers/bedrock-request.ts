@@ -52,6 +52,8 @@ export interface BedrockRequestSettings {
  * - **Images and documents**: an `image` block whose `mimeType` is an image type becomes an `image` block; a PDF,
  *   CSV, Word, Excel, HTML, Markdown or plain-text `mimeType` becomes a `document` block (named `document-<n>`, as
  *   Converse requires a name). Another `mimeType` throws {@link InvalidInputError} naming it.
+ * - A transcript with tool calls but no `tools` in the request gets a `toolConfig` naming the tools it used, described
+ *   as no longer available (Converse refuses tool blocks without one).
  * - Consecutive tool results and a user message after them become one user message (Converse wants roles to
  *   alternate); empty text is left out (Converse rejects blank text blocks).
  * - The transcript is first made safe for Bedrock ({@link transformMessages}: foreign thinking as text, tool-call ids
@@ -83,7 +85,18 @@ export function buildBedrockRequest(
   }
 
   const tools = request.tools ?? [];
-  if (tools.length > 0) {
+  if (tools.length === 0) {
+    // Converse refuses toolUse/toolResult blocks without a toolConfig ("The toolConfig field must be defined…"): a
+    // transcript with tool calls but no tools now describes the tools it used, as no longer available.
+    const used = usedToolNames(params.messages ?? []);
+    if (used.length > 0) {
+      params.toolConfig = {
+        tools: used.map((name) => ({
+          toolSpec: { name, description: UNAVAILABLE_TOOL, inputSchema: { json: { type: 'object' } } },
+        })),
+      };
+    }
+  } else {
     const specs: Tool[] = tools.map((tool) => ({
       toolSpec: {
         name: tool.name,
@@ -112,6 +125,17 @@ export function buildBedrockRequest(
   if (Object.keys(extra).length > 0) params.additionalModelRequestFields = extra as never;
   if (settings.guardrail) params.guardrailConfig = settings.guardrail;
   return params;
+}
+
+/** The description of a tool the transcript used that the request no longer offers. */
+export const UNAVAILABLE_TOOL = 'This tool is no longer available; do not call it.';
+
+function usedToolNames(messages: readonly BedrockMessage[]): string[] {
+  const names = new Set<string>();
+  for (const message of messages) {
+    for (const block of message.content ?? []) if (block.toolUse?.name) names.add(block.toolUse.name);
+  }
+  return [...names].sort();
 }
 
 /** The model families whose request fields differ: Claude (thinking, cache points on tools), Nova, the rest. */

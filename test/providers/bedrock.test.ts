@@ -3,7 +3,7 @@
 // by a local HTTP/2 server: the JSONL recordings encoded frame by frame, the binary recordings served as they are.
 import { tap } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Agent, defineTool, userMessage, type AssistantMessage, type Message, type Model } from 'cubepi';
+import { Agent, defineTool, EMPTY_USAGE, userMessage, type AssistantMessage, type Message, type Model } from 'cubepi';
 import { BedrockProvider, type BedrockMetrics } from 'cubepi/providers/bedrock';
 import { z } from 'zod';
 import {
@@ -586,6 +586,56 @@ describe('BedrockProvider: the request', () => {
     expect(body.additionalModelRequestFields).toEqual({ top_k: 50, top_p_extra: 1 });
   });
 
+  it('a transcript with tool calls but no tools still gets the toolConfig Converse requires', async () => {
+    server.reply(streamOf(SHORT_ANSWER));
+    const call: AssistantMessage = {
+      role: 'assistant',
+      content: [{ type: 'toolCall', id: 'tooluse_1', name: 'weather', arguments: { city: 'Oslo' } }],
+      stopReason: 'toolUse',
+      usage: EMPTY_USAGE,
+      provider: 'bedrock',
+      model: LLAMA.id,
+      timestamp: 1,
+    };
+    await collectStream(provider().stream(LLAMA, [userMessage('weather?'), call]));
+    const body = lastRequest().body;
+    expect(body.toolConfig).toEqual({
+      tools: [
+        {
+          toolSpec: {
+            name: 'weather',
+            description: 'This tool is no longer available; do not call it.',
+            inputSchema: { json: { type: 'object' } },
+          },
+        },
+      ],
+    });
+    // The call left without a result gets the synthetic error result, so every toolUse has its toolResult.
+    expect(body.messages[2].content[0].toolResult).toMatchObject({ toolUseId: 'tooluse_1', status: 'error' });
+  });
+
+  it("hands off another provider's transcript: its thinking as text, its redacted thinking dropped", async () => {
+    server.reply(streamOf(SHORT_ANSWER));
+    const claude: AssistantMessage = {
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: 'Let me think.', signature: 'anthropic-signature' },
+        { type: 'thinking', thinking: 'c2VjcmV0', redacted: true },
+        { type: 'text', text: 'Hello.' },
+      ],
+      stopReason: 'stop',
+      usage: EMPTY_USAGE,
+      provider: 'anthropic',
+      model: 'claude-sonnet-4-6',
+      timestamp: 1,
+    };
+    await collectStream(provider().stream(OPUS, [userMessage('hi'), claude, userMessage('more')]));
+    expect(lastRequest().body.messages[1]).toEqual({
+      role: 'assistant',
+      content: [{ text: 'Let me think.' }, { text: 'Hello.' }],
+    });
+  });
+
   it('a block of a kind Converse cannot take is an error event naming it, nothing sent', async () => {
     const before = server.requests.length;
     const { message } = await collectStream(
@@ -610,6 +660,19 @@ describe('BedrockProvider: cancellation', () => {
     });
     await sawDelta;
     subscription.unsubscribe();
+    await expect(lastRequest().closed).resolves.toEqual({ finished: false });
+  });
+
+  it('a stream that goes silent ends with a timeout error after idleTimeoutMs, the stream reset', async () => {
+    server.reply({ kind: 'stall', body: framesBody(SHORT_ANSWER.slice(0, 2)) });
+    const { message } = await collectStream(
+      provider().stream(OPUS, [userMessage('hi')], { options: { idleTimeoutMs: 200 } }),
+    );
+    expect(message.errorKind).toBe('timeout');
+    expect(message.errorMessage).toBe(
+      'Bedrock ConverseStream stream stalled: no stream event for 200 ms (idleTimeoutMs); the request was aborted',
+    );
+    expect(message.content).toEqual([{ type: 'text', text: 'Done.' }]);
     await expect(lastRequest().closed).resolves.toEqual({ finished: false });
   });
 
