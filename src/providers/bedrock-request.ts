@@ -32,6 +32,8 @@ export interface BedrockRequestSettings {
   readonly cacheRetention: CacheRetention | undefined;
   /** Sent as `guardrailConfig` on every request. */
   readonly guardrail?: GuardrailStreamConfiguration | undefined;
+  /** `inferenceConfig.maxTokens` when the request does not set `maxTokens`; absent: Bedrock's default. */
+  readonly defaultMaxTokens?: number | undefined;
   /** Merged into `additionalModelRequestFields` (model-specific fields the Converse API passes through). */
   readonly additionalModelRequestFields?: Readonly<Record<string, unknown>> | undefined;
 }
@@ -110,9 +112,11 @@ export function buildBedrockRequest(
   }
 
   const inference: NonNullable<ConverseStreamRequest['inferenceConfig']> = {};
-  const maxTokens = typeof options.maxTokens === 'number' ? options.maxTokens : undefined;
+  // Default: the model's largest output when known (Model or table), at most 32 000, as the Anthropic provider does;
+  // else Bedrock's own per-model default. A thinking budget counts against maxTokens: it is added on top.
+  const maxTokens = typeof options.maxTokens === 'number' ? options.maxTokens : settings.defaultMaxTokens;
   if (maxTokens !== undefined) inference.maxTokens = budget > 0 ? maxTokens + budget : maxTokens;
-  else if (budget > 0) inference.maxTokens = budget + Math.min(model.maxTokens ?? 8_192, 8_192);
+  else if (budget > 0) inference.maxTokens = budget + 8_192;
   if (typeof options.temperature === 'number') inference.temperature = options.temperature;
   if (Object.keys(inference).length > 0) params.inferenceConfig = inference;
 
@@ -191,7 +195,9 @@ function convertMessages(
         const input = JSON.parse(canonicalJson(block.arguments)) as never;
         content.push({ toolUse: { toolUseId: block.id, name: block.name, input } });
       } else if (block.redacted) {
-        content.push({ reasoningContent: { redactedContent: fromBase64(block.thinking) } });
+        content.push({
+          reasoningContent: { redactedContent: fromBase64(block.thinking, 'a redacted thinking block') },
+        });
       } else if (block.signature) {
         content.push({ reasoningContent: { reasoningText: { text: block.thinking, signature: block.signature } } });
       } else if (block.thinking.trim() !== '') {
@@ -214,7 +220,7 @@ function mediaBlock(
   block: ImageContent,
   documents: { count: number },
 ): ContentBlock.ImageMember | ContentBlock.DocumentMember {
-  const bytes = fromBase64(block.data);
+  const bytes = fromBase64(block.data, `an ${block.mimeType} block`);
   const image = IMAGE_FORMATS[block.mimeType.toLowerCase()];
   if (image !== undefined) return { image: { format: image, source: { bytes } } };
   const document = DOCUMENT_FORMATS[block.mimeType.toLowerCase()];
@@ -276,9 +282,17 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/** Base64 → bytes without `node:buffer` (atob is global in Node 16+ and browsers). */
-export function fromBase64(data: string): Uint8Array {
-  const binary = atob(data);
+/**
+ * Base64 → bytes without `node:buffer` (atob is global in Node 16+ and browsers). Throws {@link InvalidInputError}
+ * for text that is not base64 (`what` names the block).
+ */
+export function fromBase64(data: string, what = 'a block'): Uint8Array {
+  let binary: string;
+  try {
+    binary = atob(data);
+  } catch {
+    throw new InvalidInputError(`Bedrock request: the data of ${what} is not valid base64`);
+  }
   const bytes = new Uint8Array(binary.length);
   for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   return bytes;

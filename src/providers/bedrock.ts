@@ -103,7 +103,8 @@ export class BedrockError extends Error {
  * whose checksum fails → `unknown` with the SDK's words, no credential found → `auth`. A guardrail intervention or a
  * content filter ends the message with `stopReason: 'blocked'` and `blockReason` in Bedrock's words.
  *
- * Per-request options (`StreamOptions`): `signal`, `maxTokens`, `temperature`, `thinkingBudget` (tokens > 0 turn on
+ * Per-request options (`StreamOptions`): `signal`, `maxTokens` (default: the model's largest output when the `Model` or
+ * the table knows it, at most 32 000; else Bedrock's default), `temperature`, `thinkingBudget` (tokens > 0 turn on
  * Claude's extended thinking, `maxTokens` growing by the budget), `cacheRetention`, `additionalModelRequestFields`
  * (merged over the provider's).
  *
@@ -144,6 +145,7 @@ export class BedrockProvider implements Provider {
   /** Streams the model's answer to `messages` (see the class comment for the contract). */
   stream(model: Model, messages: readonly Message[], request: StreamRequest = {}): Observable<StreamEvent> {
     let requestId: string | undefined;
+    const modelMaxTokens = model.maxTokens ?? findModel(model.id)?.maxTokens;
     return fromSdkStream<BedrockWireEvent>({
       provider: this.id,
       model: model.id,
@@ -156,6 +158,7 @@ export class BedrockProvider implements Provider {
           cacheRetention: this.options.cacheRetention,
           guardrail: this.options.guardrail,
           additionalModelRequestFields: this.options.additionalModelRequestFields,
+          defaultMaxTokens: modelMaxTokens === undefined ? undefined : Math.min(modelMaxTokens, 32_000),
         });
         let output;
         try {

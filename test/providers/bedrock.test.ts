@@ -636,6 +636,18 @@ describe('BedrockProvider: the request', () => {
     });
   });
 
+  it("maxTokens defaults to the model's largest output (at most 32 000); data that is not base64 is an error event", async () => {
+    server.reply(streamOf(SHORT_ANSWER));
+    await collectStream(provider().stream({ ...LLAMA, maxTokens: 64_000 }, [userMessage('hi')]));
+    expect(lastRequest().body.inferenceConfig).toEqual({ maxTokens: 32_000 });
+    const before = server.requests.length;
+    const { message } = await collectStream(
+      provider().stream(OPUS, [userMessage([{ type: 'image', data: '%%% not base64', mimeType: 'image/png' }])]),
+    );
+    expect(message.errorMessage).toBe('Bedrock request: the data of an image/png block is not valid base64');
+    expect(server.requests.length).toBe(before);
+  });
+
   it('a block of a kind Converse cannot take is an error event naming it, nothing sent', async () => {
     const before = server.requests.length;
     const { message } = await collectStream(
