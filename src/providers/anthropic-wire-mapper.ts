@@ -33,6 +33,7 @@ export function anthropicWireMapper(asm: MessageAssembler, model: Model): WireMa
   const blocks = new Map<number, OpenBlock>();
   let counts: TokenCounts = {};
   let stopReason: string | null = null;
+  let refusal: { category?: unknown; explanation?: unknown } | null = null; // message_delta's stop_details
   let reportedModel: string | undefined;
 
   const updateUsage = (usage: Partial<Record<string, unknown>> | undefined): void => {
@@ -65,7 +66,7 @@ export function anthropicWireMapper(asm: MessageAssembler, model: Model): WireMa
       case 'tool_use':
         return asm.done('toolUse');
       case 'refusal':
-        return asm.error('unknown', 'Anthropic stopped the response: the model refused (stop_reason "refusal")');
+        return asm.blocked(refusalReason(refusal));
       default:
         return asm.error('unknown', `Anthropic stopped the response with an unknown stop_reason "${stopReason}"`);
     }
@@ -143,6 +144,8 @@ export function anthropicWireMapper(asm: MessageAssembler, model: Model): WireMa
         }
         case 'message_delta':
           if (event.delta.stop_reason) stopReason = event.delta.stop_reason;
+          // Newer API versions explain a refusal in `stop_details` (category, explanation); older ones send none.
+          refusal = (event.delta as { stop_details?: typeof refusal }).stop_details ?? refusal;
           updateUsage(event.usage as unknown as Record<string, unknown>);
           return undefined;
         case 'message_stop':
@@ -156,4 +159,12 @@ export function anthropicWireMapper(asm: MessageAssembler, model: Model): WireMa
       return asm.error('unavailable', 'The Anthropic stream ended before message_stop (truncated response)');
     },
   };
+}
+
+/** A refusal's `blockReason`: `refusal`, with the category and explanation Anthropic gave (`refusal (cyber): …`). */
+function refusalReason(details: { category?: unknown; explanation?: unknown } | null): string {
+  const category = typeof details?.category === 'string' ? ` (${details.category})` : '';
+  const explanation =
+    typeof details?.explanation === 'string' && details.explanation !== '' ? `: ${details.explanation}` : '';
+  return `refusal${category}${explanation}`;
 }

@@ -238,8 +238,22 @@ export class MessageAssembler {
       const preview = parsePartialJson(raw);
       if (isRecord(preview)) args = preview;
     }
-    this.replace(contentIndex, { type: 'toolCall', id: block.id, name: block.name, arguments: args });
+    this.replace(
+      contentIndex,
+      block.signature === undefined
+        ? { type: 'toolCall', id: block.id, name: block.name, arguments: args }
+        : { type: 'toolCall', id: block.id, name: block.name, arguments: args, signature: block.signature },
+    );
     return { type: 'toolcall_delta', contentIndex, delta, partial: this.current };
+  }
+
+  /**
+   * Sets the provider's replay data on the tool call at `contentIndex` (see `ToolCall.signature`: Gemini's thought
+   * signature). No event: it shows at `toolcall_end` and in the message.
+   */
+  setToolCallSignature(contentIndex: number, signature: string): void {
+    const block = this.blockAt(contentIndex, 'toolCall');
+    this.replace(contentIndex, { ...block, signature });
   }
 
   /** Closes a tool call, parsing its arguments strictly (see {@link ToolCall.invalidArguments}). */
@@ -286,9 +300,10 @@ export class MessageAssembler {
     if (raw === undefined) return block; // already finished, or arrived whole (startToolCall with arguments)
     this.openArguments!.delete(contentIndex);
     const parsed = parseToolArguments(raw);
+    const signed = block.signature === undefined ? {} : { signature: block.signature };
     const toolCall: ToolCall = parsed.ok
-      ? { type: 'toolCall', id: block.id, name: block.name, arguments: parsed.value }
-      : { type: 'toolCall', id: block.id, name: block.name, arguments: {}, invalidArguments: raw };
+      ? { type: 'toolCall', id: block.id, name: block.name, arguments: parsed.value, ...signed }
+      : { type: 'toolCall', id: block.id, name: block.name, arguments: {}, invalidArguments: raw, ...signed };
     this.replace(contentIndex, toolCall);
     return toolCall;
   }

@@ -8,6 +8,7 @@ import { canonicalJson, type Message, type ToolResultMessage } from '../types/me
 import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
+import type { OpenAICompat } from './openai-compat.js';
 import { transformMessages } from './transform-messages.js';
 
 type Params = OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming;
@@ -20,13 +21,18 @@ export interface CompletionsRequestSettings {
   readonly provider: string;
   /** Which field carries `maxTokens`: OpenAI's `max_completion_tokens`, or `max_tokens` for older compatible servers. */
   readonly maxTokensField: 'max_completion_tokens' | 'max_tokens';
+  /** The server's profile: which optional fields it takes, whether calls carry thought signatures. */
+  readonly compat: OpenAICompat;
 }
 
 /**
  * Builds the streaming Chat Completions request body, deterministic for the same transcript (tool-call arguments are
  * re-serialised with sorted keys, so OpenAI's automatic prompt cache stays warm across resumes).
  *
- * - `stream_options.include_usage` is always on: the last chunk carries the usage.
+ * - `stream_options.include_usage` is on (the last chunk carries the usage) unless the profile says the server
+ *   rejects it; `reasoning_effort` likewise. Tool schemas never carry `strict`.
+ * - With `compat.thoughtSignatures` (Gemini), a tool call's `signature` goes back as
+ *   `extra_content.google.thought_signature`, byte for byte.
  * - Thinking cannot be replayed through Chat Completions: the receiving model's own thinking is left out; another
  *   provider's becomes plain text ({@link transformMessages}).
  * - Tool results go in `tool` messages (text only, as the API requires); images a tool returned follow in one user
@@ -43,10 +49,10 @@ export function buildCompletionsRequest(
   const options = request.options ?? {};
   const params: Params = {
     model: model.id,
-    messages: convertMessages(model, messages, request.systemPrompt, settings.provider),
+    messages: convertMessages(model, messages, request.systemPrompt, settings),
     stream: true,
-    stream_options: { include_usage: true },
   };
+  if (settings.compat.streamOptions) params.stream_options = { include_usage: true };
   const tools = request.tools ?? [];
   if (tools.length > 0) {
     params.tools = tools.map((tool) => ({
@@ -57,7 +63,7 @@ export function buildCompletionsRequest(
   }
   if (typeof options.maxTokens === 'number') params[settings.maxTokensField] = options.maxTokens;
   if (typeof options.temperature === 'number') params.temperature = options.temperature;
-  if (typeof options.reasoningEffort === 'string') {
+  if (typeof options.reasoningEffort === 'string' && settings.compat.reasoningEffort) {
     params.reasoning_effort = options.reasoningEffort as NonNullable<Params['reasoning_effort']>;
   }
   return params;
@@ -67,10 +73,11 @@ function convertMessages(
   model: Model,
   messages: readonly Message[],
   systemPrompt: string | undefined,
-  provider: string,
+  settings: CompletionsRequestSettings,
 ): ChatMessage[] {
+  const signatures = settings.compat.thoughtSignatures === true;
   const transcript = transformMessages(messages, {
-    provider,
+    provider: settings.provider,
     model: model.id,
     // OpenAI caps ids at 40 characters; a Responses id `call_id|item_id` only needs its call part.
     normalizeToolCallId: (id) => normalizeToolCallId(id.split('|')[0]!, 40),
@@ -107,6 +114,10 @@ function convertMessages(
           id: block.id,
           type: 'function',
           function: { name: block.name, arguments: canonicalJson(block.arguments) },
+          // Gemini's OpenAI endpoint: the call's thought signature, where it sent it (a field the SDK does not type).
+          ...(signatures && block.signature !== undefined
+            ? { extra_content: { google: { thought_signature: block.signature } } }
+            : {}),
         });
       }
       // Thinking of the receiving model has no field in Chat Completions; it is not replayed.

@@ -5,13 +5,18 @@
 import type OpenAI from 'openai';
 import type { Model } from '../types/model.js';
 import type { StreamEvent } from '../types/stream-events.js';
-import { computeUsage } from '../types/usage.js';
+import { computeUsage, EMPTY_USAGE, type Usage } from '../types/usage.js';
 import type { WireMapper } from './from-sdk-stream.js';
 import type { MessageAssembler } from './message-assembler.js';
 import { modelPricing } from './model-table.js';
+import { OPENAI_COMPAT, type OpenAICompat } from './openai-compat.js';
+
+const UNREPORTED_USAGE: Usage = Object.freeze({ ...EMPTY_USAGE, unreported: true });
 
 type Chunk = OpenAI.Chat.Completions.ChatCompletionChunk;
 type Delta = Chunk['choices'][number]['delta'];
+type WireToolCall = NonNullable<Delta['tool_calls']>[number];
+type WireUsage = NonNullable<Chunk['usage']>;
 
 /**
  * Maps one Chat Completions stream. Only choice 0 is read: a request with `n > 1` streams every choice interleaved,
@@ -21,23 +26,36 @@ type Delta = Chunk['choices'][number]['delta'];
  * - Text, `refusal` (streamed as text: the model's answer is the refusal) and the reasoning fields of
  *   OpenAI-compatible servers (`reasoning_content`: DeepSeek, vLLM; `reasoning`: Ollama, OpenRouter) as thinking.
  * - Tool calls are keyed by their stream `index`, not by `id`: only the first fragment of a call carries the id and
- *   the name, and parallel calls may interleave.
+ *   the name, and parallel calls may interleave. A server that sends no `index` (calls streamed whole) is keyed by
+ *   `id`, and a fragment with neither continues the call opened last. A call without an id gets a stable one made
+ *   from the response id and its position (`call_<response>_<n>`), unique across the transcript.
+ * - The profile ({@link OpenAICompat}) names the reasoning fields, other places usage may be reported (Groq's
+ *   `x_groq.usage`), and whether calls carry Gemini's `extra_content.google.thought_signature` (→ `ToolCall.signature`).
  * - The stream ends after the usage chunk (`stream_options.include_usage`), so the terminal event is decided at the
  *   end: `stop` (or `toolUse` when calls were made: some compatible servers say `stop` even then), `tool_calls` →
- *   `toolUse`, `length` → `length`, `content_filter` and unknown reasons → `error` naming the reason; no
+ *   `toolUse`, `length` → `length`, `content_filter` → `blocked` (`blockReason` `content_filter`), unknown reasons → `error`
+ *   naming the reason; no
  *   `finish_reason` at all → a truncated stream, `error` (`unavailable`).
  * - The end is that usage chunk (no choices, after the `finish_reason`): the response is complete there, and the
  *   stream ends without waiting for the server to close the connection. The `openai` SDK swallows `data: [DONE]` and
  *   reads on until the server closes, so a server that keeps the response open after `[DONE]` would otherwise leave
- *   the call without its terminal event. A server that sends no usage chunk ends at the close, as before.
+ *   the call without its terminal event. A server that sends no usage chunk ends at the close, as before, and its
+ *   message's usage is zero and marked `unreported: true`.
  */
-export function completionsWireMapper(asm: MessageAssembler, model: Model): WireMapper<Chunk> {
+export function completionsWireMapper(
+  asm: MessageAssembler,
+  model: Model,
+  compat: OpenAICompat = OPENAI_COMPAT.openai,
+): WireMapper<Chunk> {
   let text: number | undefined; // content index of the open text block
   let thinking: number | undefined; // content index of the open thinking block
-  const calls = new Map<number, number>(); // stream index → content index, for open calls
+  const calls = new Map<string, number>(); // `i:<index>` or `id:<id>` → content index, for open calls
+  let lastCall: string | undefined; // the key of the call opened last
   let callCount = 0;
+  let responseId: string | undefined;
   let finishReason: string | undefined;
   let reportedModel: string | undefined;
+  let usageSeen = false;
 
   const closeText = (emit: (event: StreamEvent) => void) => {
     if (text !== undefined) emit(asm.endText(text));
@@ -48,7 +66,17 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
     thinking = undefined;
   };
 
+  // `index` is required by the SDK's type, but servers that stream calls whole (older Ollama) leave it out.
+  const keyOf = (call: WireToolCall): string => {
+    const index = (call as { index?: unknown }).index;
+    if (typeof index === 'number') return `i:${index}`;
+    if (call.id) return `id:${call.id}`;
+    return lastCall ?? 'i:0';
+  };
+
   const terminal = () => {
+    // Some compatible servers (older llama.cpp, LM Studio, proxies) ignore stream_options and send no usage chunk.
+    if (!usageSeen) asm.setUsage(UNREPORTED_USAGE);
     switch (finishReason) {
       case undefined:
         return asm.error('unavailable', 'The OpenAI stream ended without a finish_reason (truncated response)');
@@ -60,7 +88,7 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
       case 'length':
         return asm.done('length');
       case 'content_filter':
-        return asm.error('unknown', 'The response was stopped by the content filter (finish_reason "content_filter")');
+        return asm.blocked('content_filter');
       default:
         return asm.error('unknown', `The response stopped with an unknown finish_reason "${finishReason}"`);
     }
@@ -68,7 +96,10 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
 
   return {
     identify(chunk) {
-      if (chunk.id) asm.setResponseId(chunk.id);
+      if (chunk.id) {
+        responseId = chunk.id;
+        asm.setResponseId(chunk.id);
+      }
       if (chunk.model) {
         reportedModel = chunk.model;
         asm.setModel(chunk.model);
@@ -76,8 +107,9 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
     },
 
     map(chunk, emit) {
-      if (chunk.usage) {
-        const usage = chunk.usage;
+      const usage = chunk.usage ?? usageAt(chunk, compat.usagePaths);
+      if (usage) {
+        usageSeen = true;
         const cached = usage.prompt_tokens_details?.cached_tokens ?? 0;
         const written = usage.prompt_tokens_details?.cache_write_tokens ?? 0;
         // prompt_tokens includes the cached tokens; completion_tokens includes the reasoning tokens.
@@ -100,7 +132,7 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
       if (choice === undefined) return undefined;
       const delta: Delta = choice.delta ?? {};
 
-      const reasoning = reasoningOf(delta);
+      const reasoning = reasoningOf(delta, compat.reasoningFields);
       if (reasoning) {
         closeText(emit);
         if (thinking === undefined) {
@@ -118,18 +150,23 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
         }
         emit(asm.textDelta(text, piece));
       }
-      for (const [position, call] of (delta.tool_calls ?? []).entries()) {
-        const key = call.index ?? position;
+      for (const call of delta.tool_calls ?? []) {
+        const key = keyOf(call);
         let contentIndex = calls.get(key);
         if (contentIndex === undefined) {
           closeText(emit);
           closeThinking(emit);
           contentIndex = asm.blockCount;
           calls.set(key, contentIndex);
+          const id = call.id || `call_${idPart(responseId)}_${callCount}`;
           callCount++;
-          emit(asm.startToolCall(call.id ?? `call_${key}`, call.function?.name ?? ''));
+          emit(asm.startToolCall(id, call.function?.name ?? ''));
         }
-        if (call.function?.arguments) emit(asm.toolCallDelta(contentIndex, call.function.arguments));
+        lastCall = key;
+        const signature = compat.thoughtSignatures ? thoughtSignatureOf(call) : undefined;
+        if (signature !== undefined) asm.setToolCallSignature(contentIndex, signature);
+        const args = argumentsText(call.function?.arguments);
+        if (args) emit(asm.toolCallDelta(contentIndex, args));
       }
 
       if (choice.finish_reason) {
@@ -146,9 +183,45 @@ export function completionsWireMapper(asm: MessageAssembler, model: Model): Wire
   };
 }
 
-/** Reasoning text in the fields OpenAI-compatible servers use (OpenAI itself streams none). */
-function reasoningOf(delta: Delta): string | undefined {
-  const extra = delta as { reasoning_content?: unknown; reasoning?: unknown };
-  const value = extra.reasoning_content ?? extra.reasoning;
-  return typeof value === 'string' && value !== '' ? value : undefined;
+/** Reasoning text in the fields the profile names (OpenAI itself streams none), the first non-empty one. */
+function reasoningOf(delta: Delta, fields: readonly string[]): string | undefined {
+  for (const field of fields) {
+    const value = (delta as Record<string, unknown>)[field];
+    if (typeof value === 'string' && value !== '') return value;
+  }
+  return undefined;
+}
+
+/**
+ * A call's argument fragment as text. Some servers (Ollama before its OpenAI layer serialised them) send the arguments
+ * as a JSON object instead of a string: it is the whole argument object, so it is serialised here.
+ */
+function argumentsText(args: unknown): string | undefined {
+  if (typeof args === 'string') return args;
+  if (typeof args === 'object' && args !== null) return JSON.stringify(args);
+  return undefined;
+}
+
+/** Usage reported outside `chunk.usage`, at one of the profile's paths (Groq: `x_groq.usage`). */
+function usageAt(chunk: Chunk, paths: readonly (readonly string[])[] | undefined): WireUsage | undefined {
+  for (const path of paths ?? []) {
+    let value: unknown = chunk;
+    for (const key of path)
+      value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
+    if (typeof value === 'object' && value !== null) return value as WireUsage;
+  }
+  return undefined;
+}
+
+/** Gemini's thought signature on a streamed call: `extra_content.google.thought_signature`. */
+function thoughtSignatureOf(call: WireToolCall): string | undefined {
+  const extra = (call as { extra_content?: { google?: { thought_signature?: unknown } } }).extra_content;
+  const signature = extra?.google?.thought_signature;
+  return typeof signature === 'string' && signature !== '' ? signature : undefined;
+}
+
+/** The response id as an id part (letters, digits, `_`, `-`), or a random one when the server sent none. */
+function idPart(responseId: string | undefined): string {
+  const cleaned = responseId?.replace(/[^A-Za-z0-9_-]/g, '').slice(-24);
+  return cleaned || globalThis.crypto.randomUUID().slice(0, 8);
 }

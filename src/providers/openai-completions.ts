@@ -15,14 +15,24 @@ import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
 import { findModel } from './model-table.js';
 import { buildCompletionsRequest } from './openai-completions-request.js';
 import { completionsWireMapper } from './openai-completions-wire-mapper.js';
+import { detectOpenAICompat, OPENAI_COMPAT, type OpenAICompat, type OpenAICompatName } from './openai-compat.js';
 
 /** Options of {@link OpenAIProvider}. */
 export interface OpenAIProviderOptions extends OpenAIClientOptions {
-  /** The provider id stamped on messages; `openai` by default (name a compatible server after itself: `ollama`). */
+  /**
+   * The provider id stamped on messages; by default the profile's name (`openai`, `ollama`, `deepseek`, `azure`…).
+   * Signatures and reasoning are replayed only to the provider id (and model) that produced them.
+   */
   readonly id?: string | undefined;
   /**
-   * The request field that carries `StreamOptions.maxTokens`: `max_completion_tokens` (default; OpenAI's, required
-   * by its reasoning models) or `max_tokens` (older OpenAI-compatible servers).
+   * The server's compat profile ({@link OpenAICompat}): a built-in's name (`'deepseek'`, `'openrouter'`, `'vllm'`,
+   * `'llamacpp'`, `'ollama'`, `'lmstudio'`, `'groq'`, `'gemini'`, `'openai'`) or a profile object. By default detected
+   * from `baseURL` (`detectOpenAICompat`; `azure` with the `azure` option), `openai` when nothing matches.
+   */
+  readonly compat?: OpenAICompat | OpenAICompatName | undefined;
+  /**
+   * The request field that carries `StreamOptions.maxTokens`, overriding the profile's: `max_completion_tokens`
+   * (OpenAI's, required by its reasoning models) or `max_tokens` (older OpenAI-compatible servers).
    */
   readonly maxTokensField?: 'max_completion_tokens' | 'max_tokens' | undefined;
 }
@@ -40,19 +50,30 @@ export interface OpenAIProviderOptions extends OpenAIClientOptions {
  * for reasoning models). Reasoning models' own thinking is not replayed (Chat Completions has no field for it); use
  * {@link OpenAIResponsesProvider} to keep OpenAI reasoning across turns.
  *
+ * OpenAI-compatible servers differ in small ways (reasoning fields, `max_tokens`, usage, tool-call ids, thought
+ * signatures): a compat profile ({@link OpenAICompat}) declares each server's, detected from `baseURL` or named.
+ * Azure OpenAI goes through the SDK's `AzureOpenAI` client (the `azure` option).
+ *
  * @example
  * const openai = new OpenAIProvider();                                                   // OPENAI_API_KEY
- * const ollama = new OpenAIProvider({ id: 'ollama', baseURL: 'http://localhost:11434/v1', apiKey: 'ollama' });
+ * const ollama = new OpenAIProvider({ baseURL: 'http://localhost:11434/v1', apiKey: 'ollama' }); // profile ollama
+ * const vllm = new OpenAIProvider({ baseURL: 'http://gpu-box:8000/v1', apiKey: 'none', compat: 'vllm' });
+ * const azure = new OpenAIProvider({
+ *   azure: { endpoint: 'https://my-resource.openai.azure.com', deployment: 'gpt-4o', apiVersion: '2024-10-21' },
+ * });                                                                                    // AZURE_OPENAI_API_KEY
  */
 export class OpenAIProvider implements Provider {
   readonly id: string;
   private readonly client: OpenAI;
   private readonly maxTokensField: 'max_completion_tokens' | 'max_tokens';
+  /** The server's compat profile (given, or detected from `baseURL`). */
+  readonly compat: OpenAICompat;
 
-  /** Throws {@link ConfigurationError} for a missing API key or invalid options. */
+  /** Throws {@link ConfigurationError} for a missing API key, an unknown profile name or invalid options. */
   constructor(options: OpenAIProviderOptions = {}) {
-    this.id = options.id ?? 'openai';
-    const field = options.maxTokensField ?? 'max_completion_tokens';
+    this.compat = resolveCompat(options);
+    this.id = options.id ?? this.compat.name;
+    const field = options.maxTokensField ?? this.compat.maxTokensField;
     if (field !== 'max_completion_tokens' && field !== 'max_tokens') {
       throw new ConfigurationError('OpenAIProvider: maxTokensField must be "max_completion_tokens" or "max_tokens"');
     }
@@ -70,11 +91,28 @@ export class OpenAIProvider implements Provider {
       ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
       open: (signal) =>
         this.client.chat.completions.create(
-          buildCompletionsRequest(model, messages, request, { provider: this.id, maxTokensField: this.maxTokensField }),
+          buildCompletionsRequest(model, messages, request, {
+            provider: this.id,
+            maxTokensField: this.maxTokensField,
+            compat: this.compat,
+          }),
           { signal },
         ),
-      mapper: (asm) => completionsWireMapper(asm, model),
+      mapper: (asm) => completionsWireMapper(asm, model, this.compat),
       errors: { APIError, APIConnectionError, APIUserAbortError },
     });
   }
+}
+
+function resolveCompat(options: OpenAIProviderOptions): OpenAICompat {
+  const { compat } = options;
+  if (compat === undefined)
+    return options.azure !== undefined ? OPENAI_COMPAT.azure : detectOpenAICompat(options.baseURL);
+  if (typeof compat !== 'string') return compat;
+  if (!Object.hasOwn(OPENAI_COMPAT, compat)) {
+    throw new ConfigurationError(
+      `OpenAIProvider: unknown compat profile "${String(compat)}" (built-in: ${Object.keys(OPENAI_COMPAT).join(', ')})`,
+    );
+  }
+  return OPENAI_COMPAT[compat];
 }

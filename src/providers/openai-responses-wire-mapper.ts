@@ -28,7 +28,7 @@ type Response = OpenAI.Responses.Response;
  * - Built-in tool items (`web_search_call`, …) and annotations are ignored: the API ran them.
  *
  * Terminal: `response.completed` → `stop` (`toolUse` when calls were made), `response.incomplete` → `length` (a content
- * filter → `error`), `response.failed` and `error` events → `error`, classified by their code. A stream that ends
+ * filter → `blocked`, `blockReason` `content_filter`), `response.failed` and `error` events → `error`, classified by their code. A stream that ends
  * without any of them is an `error` (`unavailable`), never a success.
  */
 export function responsesWireMapper(asm: MessageAssembler, model: Model): WireMapper<WireEvent> {
@@ -191,9 +191,7 @@ export function responsesWireMapper(asm: MessageAssembler, model: Model): WireMa
         case 'response.incomplete': {
           updateUsage(event.response);
           const reason = event.response.incomplete_details?.reason;
-          if (reason === 'content_filter') {
-            return asm.error('unknown', 'The response was stopped by the content filter (incomplete: content_filter)');
-          }
+          if (reason === 'content_filter') return asm.blocked('content_filter');
           return asm.done('length');
         }
         case 'response.failed':

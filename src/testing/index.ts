@@ -7,6 +7,18 @@ export {
   type CheckpointerConformanceOptions,
   type CheckpointerFixture,
 } from './checkpointer-conformance.js';
+export { providerConformance, type ProviderConformanceOptions } from './provider-conformance.js';
+export {
+  sseEvent,
+  type ConformanceWire,
+  type WireReply,
+  type WireToolCall,
+  type WireUsage,
+} from './conformance-wire.js';
+export type { CreateServerLike, IncomingLike, ResponseLike, ServerLike } from './conformance-server.js';
+export { anthropicMessagesWire } from './anthropic-messages-wire.js';
+export { openAIChatWire } from './openai-chat-wire.js';
+export { openAIResponsesWire } from './openai-responses-wire.js';
 export {
   FauxProvider,
   type FauxCallContext,

@@ -26,6 +26,11 @@ export interface Usage {
   readonly reasoning: number;
   readonly totalTokens: number;
   readonly cost: UsageCost;
+  /**
+   * `true` when the provider reported no usage for this call (an OpenAI-compatible server that sends no usage chunk):
+   * the counts are 0 because they are unknown, not because nothing was used. Absent whenever the vendor reported usage.
+   */
+  readonly unreported?: true;
 }
 
 const ZERO_COST: UsageCost = Object.freeze({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 });

@@ -370,12 +370,33 @@ describe('AnthropicProvider: errors inside the stream', () => {
   it.each([
     ['max_tokens', { stopReason: 'length' }],
     ['model_context_window_exceeded', { stopReason: 'length' }],
-    ['refusal', { stopReason: 'error', errorKind: 'unknown' }],
+    ['refusal', { stopReason: 'blocked', blockReason: 'refusal' }],
     ['some_future_reason', { stopReason: 'error', errorKind: 'unknown' }],
   ])('stop_reason %s maps to %o', async (reason, expected) => {
     server.reply(sse(anthropicBody.replace('"stop_reason":"end_turn"', `"stop_reason":"${reason}"`)));
     const { message } = await collectStream(stream(anthropic));
     expect(message).toMatchObject(expected);
     expect(message.content).toHaveLength(1);
+  });
+
+  it("a refusal with stop_details is blocked with Anthropic's category and explanation, content kept", async () => {
+    // stop_details as the SDK's RefusalStopDetails documents it (no recording of a refusal exists).
+    const details = { type: 'refusal', category: 'cyber', explanation: 'This request could enable malware.' };
+    server.reply(
+      sse(
+        anthropicBody.replace(
+          '"stop_reason":"end_turn"',
+          `"stop_reason":"refusal","stop_details":${JSON.stringify(details)}`,
+        ),
+      ),
+    );
+    const collected = await collectStream(stream(anthropic));
+    expectWellFormed(collected);
+    expect(collected.events.at(-1)!.type).toBe('done');
+    expect(collected.message).toMatchObject({
+      stopReason: 'blocked',
+      blockReason: 'refusal (cyber): This request could enable malware.',
+    });
+    expect(collected.message.content).toHaveLength(1);
   });
 });

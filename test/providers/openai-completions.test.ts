@@ -188,14 +188,14 @@ describe('OpenAIProvider: OpenAI-compatible servers and edge cases', () => {
     expect(message.stopReason).toBe('toolUse');
   });
 
-  it('finish_reason "content_filter" and unknown reasons end in an error naming the reason, content kept', async () => {
+  it('finish_reason "content_filter" is blocked, unknown reasons an error naming the reason; content kept', async () => {
     const filtered = await replayBody(chatBody([{ content: 'Part' }], 'content_filter'));
+    expect(filtered.events.at(-1)!.type).toBe('done');
     expect(filtered.message).toMatchObject({
-      stopReason: 'error',
-      errorKind: 'unknown',
+      stopReason: 'blocked',
+      blockReason: 'content_filter',
       content: [{ type: 'text', text: 'Part' }],
     });
-    expect(filtered.message.errorMessage).toContain('content_filter');
     const odd = await replayBody(chatBody([{ content: 'Part' }], 'eos_token'));
     expect(odd.message.stopReason).toBe('error');
     expect(odd.message.errorMessage).toContain('"eos_token"');

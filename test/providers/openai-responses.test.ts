@@ -234,7 +234,7 @@ describe('OpenAIResponsesProvider: terminal events', () => {
     expect(message.usage).toMatchObject({ input: 10, output: 5 });
   });
 
-  it('response.incomplete (content_filter) → an error naming the filter', async () => {
+  it('response.incomplete (content_filter) → blocked, blockReason content_filter, content kept', async () => {
     const { message } = await replayBody(
       responsesBody([
         ...textEvents('Cut'),
@@ -244,8 +244,11 @@ describe('OpenAIResponsesProvider: terminal events', () => {
         },
       ]),
     );
-    expect(message).toMatchObject({ stopReason: 'error', content: [{ type: 'text', text: 'Cut' }] });
-    expect(message.errorMessage).toContain('content_filter');
+    expect(message).toMatchObject({
+      stopReason: 'blocked',
+      blockReason: 'content_filter',
+      content: [{ type: 'text', text: 'Cut' }],
+    });
   });
 
   it('response.failed on its own → an error classified by its code, content kept', async () => {
