@@ -74,19 +74,22 @@ export interface BedrockProviderOptions {
  * being the AWS exception name). The SDK's exception is its `cause`.
  */
 export class BedrockError extends Error {
-  readonly headers: Record<string, string> = {};
   readonly error: { readonly code: string; readonly message: string };
 
   constructor(
     readonly status: number | undefined,
     code: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; headers?: Readonly<Record<string, string>> | undefined },
   ) {
     super(`${code}: ${message}`, options);
     this.name = 'BedrockError';
     this.error = { code, message };
+    this.headers = options?.headers ?? {};
   }
+
+  /** The response headers (lower-case names); a `retry-after` there becomes the error's `retryAfterMs`. */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 /**
@@ -184,7 +187,9 @@ export class BedrockProvider implements Provider {
 function toBedrockError(error: unknown): unknown {
   if (!(error instanceof BedrockRuntimeServiceException)) return error;
   const status = (error.$metadata as { httpStatusCode?: number } | undefined)?.httpStatusCode;
-  return new BedrockError(status, error.name, error.message, { cause: error });
+  // The SDK keeps the raw response on a hidden `$response`; Bedrock sends no retry-after, a proxy in front may.
+  const headers = (error as { $response?: { headers?: Record<string, string> } }).$response?.headers;
+  return new BedrockError(status, error.name, error.message, { cause: error, headers });
 }
 
 /**
