@@ -1,9 +1,13 @@
 // BedrockProvider through the real @aws-sdk/client-bedrock-runtime client (its default HTTP/2 handler, SigV4 signing
 // with static fake credentials, its event-stream decoder), against the recorded Bedrock ConverseStream bodies served
 // by a local HTTP/2 server: the JSONL recordings encoded frame by frame, the binary recordings served as they are.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { tap } from 'rxjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, defineTool, EMPTY_USAGE, userMessage, type AssistantMessage, type Message, type Model } from 'cubepi';
+import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { BedrockProvider, type BedrockMetrics } from 'cubepi/providers/bedrock';
 import { z } from 'zod';
 import {
@@ -293,6 +297,40 @@ describe('BedrockProvider: recorded ConverseStream bodies', () => {
       content: [{ text: '30°C' }],
       status: 'success',
     });
+  });
+});
+
+describe('BedrockProvider: replay data survives a restore', () => {
+  it('signed and redacted reasoning, stored in SQLite, go back to Bedrock as received after a new Agent restores the thread', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cubepi-bedrock-'));
+    const file = join(dir, 'threads.db');
+    const model: Model = { id: 'us.anthropic.claude-3-7-sonnet-20250219-v1:0', provider: 'bedrock', reasoning: true };
+    const [redactedBody] = bedrockBodies('redacted-thinking-eventstream.pydantic-ai.cassette.yaml');
+    const [signedBody] = bedrockBodies('reasoning-signature-then-text.vercel-ai.jsonl');
+    const first = new SQLiteCheckpointer(file);
+    server.reply({ kind: 'stream', body: redactedBody! }, { kind: 'stream', body: signedBody! });
+    const agent = new Agent({ provider: provider(), model, checkpointer: first, threadId: 't1' });
+    await agent.prompt('one');
+    await agent.prompt('two');
+    first.close();
+
+    const second = new SQLiteCheckpointer(file);
+    server.reply(streamOf(SHORT_ANSWER));
+    const restored = new Agent({ provider: provider(), model, checkpointer: second, threadId: 't1' });
+    await restored.prompt('three');
+    second.close();
+
+    const redacted = decodeFrames(redactedBody!)
+      .map((f) => (f.body.delta as { reasoningContent?: { redactedContent?: string } } | undefined)?.reasoningContent)
+      .flatMap((r) =>
+        r?.redactedContent === undefined ? [] : [{ reasoningContent: { redactedContent: r.redactedContent } }],
+      );
+    const [signedEvents] = recordedEvents('reasoning-signature-then-text.vercel-ai.jsonl');
+    const signature = joined(signedEvents!, 0, (d) => (d.reasoningContent as { signature?: string }).signature);
+    const sent = lastRequest().body.messages;
+    expect(sent.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+    expect(sent[1].content.slice(0, 2)).toEqual(redacted);
+    expect(sent[3].content[0].reasoningContent.reasoningText.signature).toBe(signature);
   });
 });
 
