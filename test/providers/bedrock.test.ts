@@ -312,13 +312,13 @@ describe('BedrockProvider: replay data survives a restore', () => {
     const agent = new Agent({ provider: provider(), model, checkpointer: first, threadId: 't1' });
     await agent.prompt('one');
     await agent.prompt('two');
-    first.close();
+    await first.close();
 
     const second = new SQLiteCheckpointer(file);
     server.reply(streamOf(SHORT_ANSWER));
     const restored = new Agent({ provider: provider(), model, checkpointer: second, threadId: 't1' });
     await restored.prompt('three');
-    second.close();
+    await second.close();
 
     const redacted = decodeFrames(redactedBody!)
       .map((f) => (f.body.delta as { reasoningContent?: { redactedContent?: string } } | undefined)?.reasoningContent)
