@@ -204,7 +204,9 @@ describe('package entry points', () => {
     expect(imported.has('rxjs')).toBe(true); // the hook does see the entry points' imports
     expect(
       [...imported].filter((s) =>
-        /^(openai|@anthropic-ai\/sdk|@aws-sdk\/client-bedrock-runtime|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/.test(s),
+        /^(openai|@anthropic-ai\/sdk|@aws-sdk\/client-bedrock-runtime|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/.test(
+          s,
+        ),
       ),
     ).toEqual([]);
     // Nor OpenTelemetry: `@opentelemetry/api` is an optional peer, needed by `cubepi/tracing` only.
