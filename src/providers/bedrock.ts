@@ -11,7 +11,7 @@ import {
   type ConverseStreamOutput,
   type GuardrailStreamConfiguration,
 } from '@aws-sdk/client-bedrock-runtime';
-import type { Observable } from 'rxjs';
+import { defer, type Observable } from 'rxjs';
 import { ConfigurationError, errorMessageOf } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
@@ -147,38 +147,41 @@ export class BedrockProvider implements Provider {
 
   /** Streams the model's answer to `messages` (see the class comment for the contract). */
   stream(model: Model, messages: readonly Message[], request: StreamRequest = {}): Observable<StreamEvent> {
-    let requestId: string | undefined;
     const modelMaxTokens = model.maxTokens ?? findModel(model.id)?.maxTokens;
-    return fromSdkStream<BedrockWireEvent>({
-      provider: this.id,
-      model: model.id,
-      api: 'Bedrock ConverseStream',
-      timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
-      ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
-      open: async (signal) => {
-        const params = buildBedrockRequest(model, messages, request, {
-          provider: this.id,
-          cacheRetention: this.options.cacheRetention,
-          guardrail: this.options.guardrail,
-          additionalModelRequestFields: this.options.additionalModelRequestFields,
-          defaultMaxTokens: modelMaxTokens === undefined ? undefined : Math.min(modelMaxTokens, 32_000),
-        });
-        let output;
-        try {
-          output = await this.client.send(new ConverseStreamCommand(params), { abortSignal: signal });
-        } catch (error) {
-          throw toBedrockError(error);
-        }
-        requestId = output.$metadata.requestId;
-        if (output.stream === undefined)
-          throw new BedrockError(undefined, 'NoStream', 'the response had no event stream');
-        return events(output.stream);
-      },
-      mapper: (asm) => {
-        if (requestId !== undefined) asm.setResponseId(requestId);
-        return bedrockWireMapper(asm, model, this.options.onMetrics, requestId);
-      },
-      errors: { APIError: BedrockError },
+    // Per subscription: the request id `open` reads from the response, for this request's mapper.
+    return defer(() => {
+      let requestId: string | undefined;
+      return fromSdkStream<BedrockWireEvent>({
+        provider: this.id,
+        model: model.id,
+        api: 'Bedrock ConverseStream',
+        timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
+        ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
+        open: async (signal) => {
+          const params = buildBedrockRequest(model, messages, request, {
+            provider: this.id,
+            cacheRetention: this.options.cacheRetention,
+            guardrail: this.options.guardrail,
+            additionalModelRequestFields: this.options.additionalModelRequestFields,
+            defaultMaxTokens: modelMaxTokens === undefined ? undefined : Math.min(modelMaxTokens, 32_000),
+          });
+          let output;
+          try {
+            output = await this.client.send(new ConverseStreamCommand(params), { abortSignal: signal });
+          } catch (error) {
+            throw toBedrockError(error);
+          }
+          requestId = output.$metadata.requestId;
+          if (output.stream === undefined)
+            throw new BedrockError(undefined, 'NoStream', 'the response had no event stream');
+          return events(output.stream);
+        },
+        mapper: (asm) => {
+          if (requestId !== undefined) asm.setResponseId(requestId);
+          return bedrockWireMapper(asm, model, this.options.onMetrics, requestId);
+        },
+        errors: { APIError: BedrockError },
+      });
     });
   }
 }

@@ -624,6 +624,17 @@ describe('BedrockProvider: the request', () => {
     expect(body.additionalModelRequestFields).toEqual({ top_k: 50, top_p_extra: 1 });
   });
 
+  it('two subscriptions at once are two requests, each message with its own request id', async () => {
+    server.reply(streamOf(SHORT_ANSWER), streamOf(SHORT_ANSWER));
+    const before = server.requests.length;
+    const stream$ = provider().stream(LLAMA, [userMessage('hi')]);
+    const [a, b] = await Promise.all([collectStream(stream$), collectStream(stream$)]);
+    expect(server.requests.length).toBe(before + 2);
+    expect(new Set([a.message.responseId, b.message.responseId])).toEqual(
+      new Set([`req-${before + 1}`, `req-${before + 2}`]),
+    );
+  });
+
   it('a transcript with tool calls but no tools still gets the toolConfig Converse requires', async () => {
     server.reply(streamOf(SHORT_ANSWER));
     const call: AssistantMessage = {
