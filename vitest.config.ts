@@ -11,6 +11,7 @@ export default defineConfig({
       { find: /^cubepi\/providers\/anthropic$/, replacement: here('./src/providers/anthropic.ts') },
       { find: /^cubepi\/providers\/openai$/, replacement: here('./src/providers/openai.ts') },
       { find: /^cubepi\/providers\/google$/, replacement: here('./src/providers/google.ts') },
+      { find: /^cubepi\/providers\/bedrock$/, replacement: here('./src/providers/bedrock.ts') },
       { find: /^cubepi\/providers\/kit$/, replacement: here('./src/providers/kit.ts') },
       { find: /^cubepi\/checkpoint\/sqlite$/, replacement: here('./src/checkpoint/sqlite.ts') },
       { find: /^cubepi\/checkpoint\/postgres$/, replacement: here('./src/checkpoint/postgres.ts') },

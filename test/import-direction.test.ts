@@ -107,7 +107,8 @@ const CLI_MAY_IMPORT = Object.values(
     : [],
 );
 
-const VENDOR_SDK = /^(openai|@anthropic-ai\/sdk|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/;
+const VENDOR_SDK =
+  /^(openai|@anthropic-ai\/sdk|@aws-sdk\/client-bedrock-runtime|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/;
 
 /** Every file `entry` loads, itself included. */
 function closure(entry: string): Set<string> {

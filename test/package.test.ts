@@ -129,16 +129,19 @@ describe('package entry points', () => {
       const openai = await import('cubepi/providers/openai');
       const google = await import('cubepi/providers/google');
       const kit = await import('cubepi/providers/kit');
+      const bedrock = await import('cubepi/providers/bedrock');
       console.log(JSON.stringify([typeof anthropic.AnthropicProvider, typeof openai.OpenAIProvider, typeof openai.OpenAIResponsesProvider, typeof google.GoogleProvider,
+        typeof bedrock.BedrockProvider, typeof bedrock.BedrockError,
         ...['fromSdkStream', 'stallTimeouts', 'MessageAssembler', 'classifyError', 'classifyErrorCode', 'parseRetryAfter', 'parsePartialJson', 'parseToolArguments'].map((k) => typeof kit[k]),
         typeof kit.DEFAULT_STALL_TIMEOUT_MS, typeof kit.DEFAULT_REASONING_STALL_TIMEOUT_MS]));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
-    expect(JSON.parse(stdout)).toEqual([...Array<string>(12).fill('function'), 'number', 'number']);
+    expect(JSON.parse(stdout)).toEqual([...Array<string>(14).fill('function'), 'number', 'number']);
     for (const types of [
       'dist/src/providers/anthropic.d.ts',
       'dist/src/providers/openai.d.ts',
       'dist/src/providers/google.d.ts',
       'dist/src/providers/kit.d.ts',
+      'dist/src/providers/bedrock.d.ts',
     ]) {
       expect(existsSync(`${root}/${types}`), types).toBe(true);
     }
@@ -203,7 +206,9 @@ describe('package entry points', () => {
     expect(imported.has('rxjs')).toBe(true); // the hook does see the entry points' imports
     expect(
       [...imported].filter((s) =>
-        /^(openai|@anthropic-ai\/sdk|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/.test(s),
+        /^(openai|@anthropic-ai\/sdk|@aws-sdk\/client-bedrock-runtime|@modelcontextprotocol\/sdk|pg|better-sqlite3)(\/|$)/.test(
+          s,
+        ),
       ),
     ).toEqual([]);
     // Nor OpenTelemetry: `@opentelemetry/api` is an optional peer, needed by `cubepi/tracing` only.
