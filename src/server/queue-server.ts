@@ -14,6 +14,7 @@ import type { Message } from '../types/messages.js';
 import type { WireFrame } from '../wire/frames.js';
 import { HttpError, json, readJsonBody } from './http.js';
 import { ObservedFrameReader } from './observed-frame-reader.js';
+import { userInput } from './user-input.js';
 import {
   corsPolicy,
   createFetchHandler,
@@ -100,9 +101,8 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   async function startRun(request: Request, threadId: string): Promise<Response> {
     checkOpen();
     const body = await readJsonBody(request, settings.maxBodyBytes);
-    const input = (body as { input?: unknown } | null)?.input;
-    if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await queue.enqueue({ threadId, agent, input: input as string | Message | readonly Message[] });
+    const input = userInput((body as { input?: unknown } | null)?.input);
+    const runId = await queue.enqueue({ threadId, agent, input });
     return json(201, { runId, threadId });
   }
 

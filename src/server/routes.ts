@@ -137,7 +137,7 @@ export function createFetchHandler(
       return handlers.agUi(request);
     } else if (segments[0] === 'threads') {
       if (segments.length === 1 && method === 'GET') return handlers.listThreads(url);
-      const threadId = checkThread(segments[1]);
+      const threadId = segments.length === 1 ? '' : checkThread(segments[1]);
       if (segments.length === 2 && method === 'GET') return handlers.getThread(threadId);
       if (segments.length === 3 && segments[2] === 'runs' && method === 'POST') {
         return handlers.startRun(request, threadId);
@@ -151,6 +151,10 @@ export function createFetchHandler(
         return handlers.streamRun(request, url, runId);
       }
       if (segments.length === 2 && method === 'DELETE') return handlers.cancelRun(runId);
+    }
+    const allow = allowedMethods(segments);
+    if (allow !== undefined) {
+      throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${path}: use ${allow}`, { allow });
     }
     throw new HttpError(404, 'not_found', `no route ${method} ${path}`);
   }
@@ -171,6 +175,31 @@ export function createFetchHandler(
     if (cors !== undefined) for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
     return response;
   };
+}
+
+/** The methods a route path answers (its `Allow` header), or `undefined` for a path that is no route. */
+function allowedMethods(segments: readonly string[]): string | undefined {
+  const [head, second, third] = segments;
+  switch (`${head ?? ''}/${segments.length}`) {
+    case 'chat/1':
+    case 'ag-ui/1':
+      return 'POST';
+    case 'chat/3':
+      return third === 'stream' ? 'GET' : undefined;
+    case 'threads/1':
+    case 'threads/2':
+      return 'GET';
+    case 'threads/3':
+      return third === 'runs' ? 'POST' : undefined;
+    case 'threads/4':
+      return third === 'approvals' ? 'POST' : undefined;
+    case 'runs/2':
+      return 'DELETE';
+    case 'runs/3':
+      return third === 'events' && second !== undefined ? 'GET' : undefined;
+    default:
+      return undefined;
+  }
 }
 
 function corsHeaders(origin: string): Record<string, string> {
@@ -200,8 +229,9 @@ export function checkThread(threadId: unknown): string {
 /** The seq a resume starts after: `Last-Event-ID` or `?after=`, a non-negative integer (0 when absent). @internal */
 export function resumePosition(value: string | null): number {
   if (value === null || value === '') return 0;
-  const seq = Number(value);
-  if (!Number.isSafeInteger(seq) || seq < 0) {
+  // Digits only, no sign, no leading zero: `Number()` alone takes `0x2`, ` 2 `, `-0` and `1e1`.
+  const seq = /^(?:0|[1-9][0-9]*)$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(seq)) {
     throw new HttpError(400, 'invalid_input', `Last-Event-ID must be a seq (a non-negative integer), got ${value}`);
   }
   return seq;
@@ -209,6 +239,7 @@ export function resumePosition(value: string | null): number {
 
 /** `GET /runs/:id/events` over Fetch: the reader's frames as SSE, heartbeats when idle; cancelling stops it. @internal */
 export function sseStreamResponse(reader: RunStreamReader): Response {
+  if (reader.atEnd === true) return new Response(null, { status: 204 });
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const item = await reader.next();
