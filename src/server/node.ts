@@ -9,6 +9,7 @@ import { isAuthorized } from './auth.js';
 import { jsonOf, sseChunk, type RunStreamReader } from './frame-pump.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
 import { requestBody, settleUnreadBody } from './request-body.js';
+import { checkHost, checkOrigin } from './request-guards.js';
 import type { HttpAgentServer } from './routes.js';
 import type { WebSocket } from 'ws';
 
@@ -87,6 +88,7 @@ async function serveRunEvents(
   const cors = server.corsFor(req.headers.origin ?? null);
   let reader: RunStreamReader;
   try {
+    checkHost(req.headers.host, server.settings.hosts);
     if (!(await isAuthorized(req.headers.authorization ?? null, url, server.settings.authToken))) {
       throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
     }
@@ -149,6 +151,7 @@ const RUN_EVENTS = /^\/runs\/([^/]+)\/events$/;
 /** The reason phrases of the statuses an upgrade is refused with. */
 const REASONS: Readonly<Record<number, string>> = {
   400: 'Bad Request',
+  403: 'Forbidden',
   404: 'Not Found',
   410: 'Gone',
   503: 'Service Unavailable',
@@ -194,7 +197,18 @@ export async function attachWebSocket(
       return;
     }
     void (async () => {
+      try {
+        checkHost(req.headers.host, server.settings.hosts);
+      } catch {
+        return refuse(403, 'Forbidden');
+      }
       if (!(await isAuthorized(req.headers.authorization ?? null, url, authToken))) return refuse(401, 'Unauthorized');
+      // A WebSocket is not subject to CORS: the page of any origin may open one, so its Origin is checked here.
+      try {
+        checkOrigin(req.headers.origin, req.headers.host, server.corsFor(req.headers.origin ?? null) !== undefined);
+      } catch {
+        return refuse(403, 'Forbidden');
+      }
       let runId: string;
       try {
         runId = decodeURIComponent(match[1]!);

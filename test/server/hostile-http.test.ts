@@ -308,3 +308,98 @@ describe('wrong methods', () => {
     expect((await fetch(`${served.base}/threads/t1/nope`)).status).toBe(404);
   });
 });
+
+describe('browser requests from another origin (CSRF) and rebound DNS names', () => {
+  const start = (headers: Record<string, string>, body = JSON.stringify({ input: 'Hi' })) =>
+    fetch(`${served!.base}/threads/t1/runs`, { method: 'POST', headers, body });
+
+  it.each([
+    ['text/plain (a simple request: no preflight)', { 'content-type': 'text/plain' }],
+    ['an HTML form', { 'content-type': 'application/x-www-form-urlencoded' }],
+    ['multipart', { 'content-type': 'multipart/form-data; boundary=x' }],
+    ['no type at all', {}],
+  ])('a POST with %s is 415 and nothing runs', async (_, headers: Record<string, string>) => {
+    const factory = agentFactory();
+    served = await serve({ agent: factory.agent, checkpointer: factory.checkpointer });
+    const response = await start(headers);
+    expect(response.status).toBe(415);
+    expect(await response.json()).toMatchObject({ error: { code: 'unsupported_media_type' } });
+    expect(factory.created).toEqual([]);
+    expect(await factory.checkpointer.load('t1')).toBeNull();
+  });
+
+  it('a JSON POST from another origin, or from origin null, is 403 and nothing runs', async () => {
+    const factory = agentFactory();
+    served = await serve({ agent: factory.agent, cors: { origins: ['https://app.example'] } });
+    for (const origin of ['https://evil.example', 'null', `${served.base.replace('127.0.0.1', 'localhost')}`]) {
+      const response = await start({ ...JSON_HEADERS, origin });
+      expect([origin, response.status]).toEqual([origin, 403]);
+      expect(await response.json()).toMatchObject({ error: { code: 'origin_not_allowed' } });
+    }
+    const cancel = await fetch(`${served.base}/runs/r1`, {
+      method: 'DELETE',
+      headers: { origin: 'https://evil.example' },
+    });
+    expect(cancel.status).toBe(403);
+    expect(factory.created).toEqual([]);
+  });
+
+  it('the same origin, a CORS origin and a caller without Origin (curl, a server) may start runs', async () => {
+    served = await serve({ agent: agentFactory().agent, cors: { origins: ['https://app.example'] } });
+    expect((await start({ ...JSON_HEADERS, origin: served.base })).status).toBe(201);
+    expect((await start({ ...JSON_HEADERS, origin: 'https://app.example' }, '{"input":"x"}')).status).not.toBe(403);
+    const response = await fetch(`${served.base}/threads/t2/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: '{"input":"Hi"}',
+    });
+    expect(response.status).toBe(201);
+  });
+
+  /** A raw GET with its own Host header (fetch sets Host from the URL). */
+  const get = async (path: string, host: string, extra = '') =>
+    (await raw(served!.base, `GET ${path} HTTP/1.1\r\nhost: ${host}\r\n${extra}connection: close\r\n\r\n`)).text;
+
+  it('without a token, a foreign Host (DNS rebinding) is 403 and reads nothing; loopback names are served', async () => {
+    const factory = agentFactory();
+    served = await serve({ agent: factory.agent, checkpointer: factory.checkpointer });
+    await completedRun(served.base);
+    const port = new URL(served.base).port;
+    const foreign = await get('/threads/t1', `rebind.example:${port}`);
+    expect(foreign).toMatch(/^HTTP\/1\.1 403/);
+    expect(foreign).toContain('host_not_allowed');
+    expect(foreign).not.toContain('Define cube');
+    const runs = await get('/runs/r1/events', `rebind.example:${port}`);
+    expect(runs).toMatch(/^HTTP\/1\.1 403/);
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`, 'localhost']) {
+      expect([host, (await get('/threads/t1', host)).slice(0, 12)]).toEqual([host, 'HTTP/1.1 200']);
+    }
+  });
+
+  it('allowedHosts adds names; with a token any Host is served (a rebound page has no token)', async () => {
+    served = await serve({ agent: agentFactory().agent, allowedHosts: ['agent.internal'] });
+    expect(await get('/threads/t1', 'agent.internal:8080')).toMatch(/^HTTP\/1\.1 200/);
+    expect(await get('/threads/t1', 'other.internal')).toMatch(/^HTTP\/1\.1 403/);
+    await served.close();
+    const token = 'a-token-of-sixteen-chars';
+    served = await serve({ agent: agentFactory().agent, authToken: token });
+    expect(await get('/threads/t1', 'any.example', `authorization: Bearer ${token}\r\n`)).toMatch(/^HTTP\/1\.1 200/);
+  });
+
+  it('a WebSocket from another origin or to a foreign Host is refused 403; the same origin opens', async () => {
+    served = await serve({ agent: agentFactory().agent });
+    const runId = (await completedRun(served.base))[0]!.runId;
+    const url = `${served.base.replace('http', 'ws')}/runs/${runId}/events`;
+    const statusOf = (options: { origin?: string; headers?: Record<string, string> }) =>
+      new Promise<number | 'open'>((resolve) => {
+        const ws = new WebSocket(url, options);
+        ws.on('unexpected-response', (_, res) => resolve(res.statusCode!));
+        ws.on('open', () => (ws.close(), resolve('open')));
+        ws.on('error', () => undefined);
+      });
+    expect(await statusOf({ origin: 'https://evil.example' })).toBe(403);
+    expect(await statusOf({ headers: { host: 'rebind.example' } })).toBe(403);
+    expect(await statusOf({ origin: served.base })).toBe('open');
+    expect(await statusOf({})).toBe('open');
+  });
+});
