@@ -6,7 +6,7 @@ import { lastValueFrom, toArray, type Observable } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolGuard } from 'cubepi';
-import { respond, startRun, type SequencedEvent } from 'cubepi/client';
+import { fromAgentEvents, respond, runEventsUrl, startRun, type SequencedEvent } from 'cubepi/client';
 import { agentFactory, serve, type Served } from './serve-helpers.js';
 
 let served: Served | undefined;
@@ -402,4 +402,17 @@ describe('browser requests from another origin (CSRF) and rebound DNS names', ()
     expect(await statusOf({ origin: served.base })).toBe('open');
     expect(await statusOf({})).toBe('open');
   });
+});
+
+describe('the client resuming at or past the end', () => {
+  it.each(['sse', 'websocket'] as const)(
+    'fromAgentEvents over %s completes at once, with no event',
+    async (transport) => {
+      served = await serve({ agent: agentFactory().agent });
+      const events = await completedRun(served.base);
+      const url = runEventsUrl(served.base, events[0]!.runId, transport);
+      const rest = await collect(fromAgentEvents(url, { after: events.at(-1)!.seq + 1, WebSocket }));
+      expect(rest).toEqual([]);
+    },
+  );
 });
