@@ -119,7 +119,8 @@ describe.skipIf(!haveChromium)('a page on another origin against a token-less se
     const page = await context.newPage();
     await page.goto(`${attackerOrigin}/`);
     const results = await page.evaluate<Attempt[], [string, string]>(
-      ([target, id]) => (window as unknown as { attack(t: string, r: string): Promise<Attempt[]> }).attack(target, id),
+      ([target, id]) =>
+        (globalThis as unknown as { attack(t: string, r: string): Promise<Attempt[]> }).attack(target, id),
       [served.base, runId],
     );
     expect(results.map((r) => r.name)).toEqual(['text/plain', 'form', 'json', 'websocket']);
