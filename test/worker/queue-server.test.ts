@@ -348,4 +348,21 @@ describe.skipIf(!pgAvailable)('the agent server on a run queue (cubepi/client ov
     expect([wrong.status, wrong.headers.get('allow')]).toEqual([405, 'POST']);
     expect((await fetch(`${base}/runs/r1/events`, { headers: { 'last-event-id': '0x2' } })).status).toBe(400);
   });
+
+  it('a resume at or past the end of an ended run: SSE 204 at once, WebSocket closes 1000, the client completes', async () => {
+    await startWorking();
+    const base = await serveQueue('notes');
+    const events = await collect(startRun(base, 'end-1', 'short'));
+    const runId = events[0]!.runId;
+    const all = await fetch(`${base}/runs/${runId}/events`);
+    const endId = Math.max(...[...(await all.text()).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])));
+    for (const id of [endId, endId + 50]) {
+      const resumed = await fetch(`${base}/runs/${runId}/events`, { headers: { 'last-event-id': String(id) } });
+      expect([id, resumed.status]).toEqual([id, 204]);
+    }
+    for (const transport of ['sse', 'websocket'] as const) {
+      const url = runEventsUrl(base, runId, transport);
+      expect(await collect(fromAgentEvents(url, { after: endId + 50, WebSocket }))).toEqual([]);
+    }
+  });
 });
