@@ -18,6 +18,9 @@ const output = join(root, 'test-output');
 
 requireChromium('the cubepi serve browser test');
 
+/** The token each started server printed, by its origin. */
+const tokens = new Map<string, string>();
+
 /** Starts `cubepi serve --port 0 …args` (the environment without provider variables, plus `env`); resolves with its URL. */
 async function startServe(
   args: readonly string[],
@@ -35,8 +38,12 @@ async function startServe(
     let text = '';
     serve.stdout.on('data', (chunk: Buffer) => {
       text += chunk.toString();
-      const match = /http:\/\/127\.0\.0\.1:\d+/.exec(text);
-      if (match !== null) resolve(match[0]);
+      // serve prints the page's URL with the token it made at start.
+      const match = /(http:\/\/127\.0\.0\.1:\d+)\/#token=([\w-]+) /.exec(text);
+      if (match !== null) {
+        tokens.set(match[1]!, match[2]!);
+        resolve(match[1]!);
+      }
     });
     serve.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
     serve.once('exit', (code) => reject(new Error(`cubepi serve exited (${code}): ${text}`)));
@@ -85,14 +92,18 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
     page.on('response', (response) => {
       if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`);
     });
-    await page.goto(`${at}/#thread=${thread}`);
+    await page.goto(`${at}/#token=${tokens.get(at)}&thread=${thread}`);
     await page.waitForSelector('body[data-running="false"]');
     return { page, problems };
   }
 
   const transcript = (page: Page) => page.locator('#transcript').innerText();
   const stored = async (thread: string) =>
-    ((await (await fetch(`${origin}/api/threads/${thread}`)).json()) as { messages: { role: string }[] }).messages;
+    (
+      (await (
+        await fetch(`${origin}/api/threads/${thread}`, { headers: { authorization: `Bearer ${tokens.get(origin)}` } })
+      ).json()) as { messages: { role: string }[] }
+    ).messages;
 
   /** Waits until the transcript shows `text` (a string evaluated in the page: tests have no DOM types). */
   const waitForText = (page: Page, text: string) =>

@@ -91,7 +91,17 @@ export interface RunAgentLoopOptions extends RunSettings {
   readonly untilStored?: (() => PromiseLike<void> | undefined) | undefined;
 }
 
-let runCounter = 0;
+/**
+ * A run id nobody can guess from another: `run_` and 128 random bits in hex. A server addresses runs by id (watch,
+ * cancel), so an id derived from the clock and a counter let one user find another's runs. `getRandomValues`, not
+ * `randomUUID`: browsers expose the latter only in secure contexts.
+ */
+function randomRunId(): string {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  let hex = '';
+  for (const byte of bytes) hex += byte.toString(16).padStart(2, '0');
+  return `run_${hex}`;
+}
 
 /**
  * The agent loop without the facade: a **cold** Observable of {@link AgentEvent}s. Subscribing starts the run;
@@ -203,7 +213,7 @@ function startLoop(
         : (usage) => (ledger.charge(usage), inherited(usage));
 
   const tools = options.tools ?? [];
-  const runId = options.runId ?? `run_${Date.now().toString(36)}_${(++runCounter).toString(36)}`;
+  const runId = options.runId ?? randomRunId();
   const run: RunState = {
     runId,
     parent: options.parent,

@@ -1,11 +1,13 @@
 /**
  * `cubepi serve`: a chat page and the agent server behind it (`cubepi/server`), threads stored where the other
  * commands keep them (`--db`, `CUBEPI_DB`, else SQLite at `.cubepi/threads.db`). With `--queue postgres://…` it is an
- * API node on a run queue instead (`createQueueServer`): `cubepi worker` processes run the agent. Loopback by default; any other
- * address needs `--auth-token`. The model is chosen like `cubepi run`'s; offline, a scripted demo model streams its
+ * API node on a run queue instead (`createQueueServer`): `cubepi worker` processes run the agent. Loopback by default;
+ * every request needs a token: `--auth-token`, else a random one printed in the page's URL (`--no-auth`: none, loopback
+ * only). The model is chosen like `cubepi run`'s; offline, a scripted demo model streams its
  * answers slowly enough to watch, reports tool progress, and asks for approval before its guarded tool.
  * @module
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -38,8 +40,11 @@ Options:
   --db <path|url>       SQLite file (default .cubepi/threads.db), postgres://…, or memory (also CUBEPI_DB)
   --provider <p>        anthropic | openai | openai-responses | faux (default: from the environment, else the demo)
   --model <id>          the model id (default: the provider's current one)
-  --auth-token <token>  required by every request (also CUBEPI_AUTH_TOKEN); mandatory off loopback; open the page
-                        as http://host:port/#token=<token>
+  --auth-token <token>  required by every request (also CUBEPI_AUTH_TOKEN); open the page as
+                        http://host:port/#token=<token>. Without it, a random token is made at start and the
+                        page's URL printed with it
+  --no-auth             no token (loopback only): any program on this machine can then run the agent, read every
+                        thread and answer its approvals (web pages still cannot: Origin and Host are checked)
   --cors-origin <url>   allow this page origin to call the API (repeatable)
   --delay <ms>          pause between streamed chunks of the offline demo model (default 25)
   --queue <url>         serve runs queued on PostgreSQL (postgres://…[?schema=<name>]) instead of running the
@@ -75,6 +80,7 @@ export const serveCommand: Command = async (args, context) => {
       provider: { type: 'string' },
       model: { type: 'string' },
       'auth-token': { type: 'string' },
+      'no-auth': { type: 'boolean', default: false },
       'cors-origin': { type: 'string', multiple: true },
       delay: { type: 'string' },
       queue: { type: 'string' },
@@ -92,13 +98,19 @@ export const serveCommand: Command = async (args, context) => {
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw usageError(`serve: --port must be 0-65535, got ${values.port}`);
   const delayMs = parseDelay(values.delay) ?? 25;
-  const token = values['auth-token'] ?? (context.env.CUBEPI_AUTH_TOKEN || undefined);
-  if (token !== undefined && token.length < 16) throw usageError('serve: --auth-token must be at least 16 characters');
-  if (!isLoopback(values.host) && token === undefined) {
+  const given = values['auth-token'] ?? (context.env.CUBEPI_AUTH_TOKEN || undefined);
+  if (given !== undefined && given.length < 16) throw usageError('serve: --auth-token must be at least 16 characters');
+  if (values['no-auth'] && given !== undefined) throw usageError('serve: --no-auth and --auth-token contradict');
+  if (values['no-auth'] && !isLoopback(values.host)) {
     throw usageError(
-      `serve: binding ${values.host} exposes the agent to the network: set --auth-token (16+ characters)`,
+      `serve: binding ${values.host} exposes the agent to the network: --no-auth is for loopback only; ` +
+        'set --auth-token (16+ characters) or leave it out for a random one',
     );
   }
+  // Like Jupyter: a token made at start, printed in the page's URL, so no other program or user of this machine can
+  // drive the agent. The page reads it from the URL's fragment, which never reaches a server log or a Referer.
+  const generated = given === undefined && !values['no-auth'];
+  const token = generated ? randomBytes(24).toString('base64url') : given;
   const cors = { origins: values['cors-origin'] ?? [] };
   let server: HttpAgentServer;
   let served: string;
@@ -158,9 +170,14 @@ export const serveCommand: Command = async (args, context) => {
   const { port: bound } = http.address() as AddressInfo;
   const host = values.host.includes(':') ? `[${values.host}]` : values.host;
   if (notice !== undefined) context.stderr.write(`${notice}\n`);
-  context.stdout.write(
-    `cubepi serve: http://${host}:${bound}/${token === undefined ? '' : '#token=<your token>'} (${served})\n`,
-  );
+  const fragment = token === undefined ? '' : generated ? `#token=${token}` : '#token=<your token>';
+  if (token === undefined) {
+    context.stderr.write(
+      'cubepi serve: --no-auth: any program or user on this machine can run the agent, read every thread and ' +
+        'answer its approvals (web pages still cannot: their Origin and Host are refused)\n',
+    );
+  }
+  context.stdout.write(`cubepi serve: http://${host}:${bound}/${fragment} (${served})\n`);
   return new Promise<number>((done) => {
     const stop = (code: number) => () => {
       server.close();

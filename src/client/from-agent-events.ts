@@ -50,8 +50,11 @@ export interface WebSocketLike {
   close(code?: number): void;
 }
 
-/** One connection attempt: resolves when the stream ends without a terminal frame, rejects when it cannot go on. */
-type Connect = (after: number, onFrame: (frame: WireFrame) => void, signal: AbortSignal) => Promise<void>;
+/**
+ * One connection attempt: resolves when the stream ends without a terminal frame (`'ended'` when the server said the
+ * run had ended before `after`: SSE 204, a WebSocket's normal close), rejects when it cannot go on.
+ */
+type Connect = (after: number, onFrame: (frame: WireFrame) => void, signal: AbortSignal) => Promise<void | 'ended'>;
 
 /**
  * The events of one run, read from `url` — the run's events URL, `http(s)://…/runs/ID/events` (Server-Sent Events
@@ -59,7 +62,8 @@ type Connect = (after: number, onFrame: (frame: WireFrame) => void, signal: Abor
  *
  * - **Resumes.** When the connection breaks before the run's end, it reconnects (backoff with jitter, see
  *   {@link RetryOptions}) asking for what comes after the last seq it delivered: no event is lost or repeated.
- * - **Ends with the run.** Completes after the run's last event when the run completed; errors with
+ * - **Ends with the run.** Completes after the run's last event when the run completed (or at once when `after` is
+ *   at or past the run's end: SSE 204, a WebSocket's normal close); errors with
  *   {@link RemoteRunError} when it failed on the server, {@link AgentServerError} when the server refuses the stream
  *   (401 token, 404 unknown or expired run, 410 resume point no longer held), {@link StreamBrokenError} after
  *   `maxAttempts` failed connections in a row or on a frame it cannot read.
@@ -106,7 +110,14 @@ export function fromAgentEvents(url: string, options: AgentEventsOptions = {}): 
       controller = new AbortController();
       const signal = controller.signal;
       connect(last, onFrame, signal).then(
-        () => retryLater(undefined, signal),
+        (result) => {
+          if (result !== 'ended') retryLater(undefined, signal);
+          else if (!done) {
+            // Resumed at or past the run's end: nothing more will come.
+            done = true;
+            subscriber.complete();
+          }
+        },
         (error: unknown) => {
           if (error instanceof AgentServerError && !retryable(error.status)) fail(error);
           else if (error instanceof StreamBrokenError) fail(error);
@@ -150,6 +161,7 @@ function sseConnect(url: string, options: ClientOptions): Connect {
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
     const response = await fetchImpl(url, { headers, signal });
     if (!response.ok) throw await serverError(response);
+    if (response.status === 204) return 'ended';
     if (response.body === null) return;
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     const parser = new SseParser();
@@ -175,7 +187,7 @@ function sseConnect(url: string, options: ClientOptions): Connect {
 
 function webSocketConnect(url: string, options: ClientOptions): Connect {
   return (after, onFrame, signal) =>
-    new Promise<void>((resolve, reject) => {
+    new Promise<void | 'ended'>((resolve, reject) => {
       const Socket = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
       if (Socket === undefined) {
         reject(new StreamBrokenError('no WebSocket implementation: pass options.WebSocket (e.g. the ws package)'));
@@ -187,7 +199,9 @@ function webSocketConnect(url: string, options: ClientOptions): Connect {
       const socket = new Socket(target.toString()) as WebSocketLike;
       const close = () => socket.close(1000);
       signal.addEventListener('abort', close, { once: true });
+      let frames = 0;
       socket.onmessage = (message) => {
+        frames++;
         const frame = typeof message.data === 'string' ? parseFrame(message.data) : undefined;
         if (frame === undefined) {
           socket.close(1003);
@@ -197,9 +211,11 @@ function webSocketConnect(url: string, options: ClientOptions): Connect {
         onFrame(frame);
       };
       socket.onerror = () => undefined;
-      socket.onclose = () => {
+      socket.onclose = (event) => {
         signal.removeEventListener('abort', close);
-        resolve();
+        // A normal close (1000) with no frame at all: the server had nothing after `after`, the run having ended
+        // (it closes 1012 when it restarts mid-run). With frames, the terminal one decides, not the close.
+        resolve(event.code === 1000 && frames === 0 ? 'ended' : undefined);
       };
     });
 }

@@ -6,9 +6,8 @@
  */
 import type { Agent } from '../agent/agent.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
-import { AgentBusyError, ConfigurationError } from '../types/errors.js';
+import { AgentBusyError, ConfigurationError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
-import type { Message } from '../types/messages.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
   protocolStreamResponse,
@@ -19,6 +18,7 @@ import {
 import { FrameReader, ResumeGoneError } from './frame-pump.js';
 import { HttpError, json, readJsonBody } from './http.js';
 import { RunRegistry } from './run-registry.js';
+import { userInput } from './user-input.js';
 import {
   checkThread,
   corsPolicy,
@@ -49,6 +49,16 @@ export interface AgentServerOptions extends ServingOptions {
   readonly flushMs?: number | undefined;
   /** How long a run's frames stay available for a resume after it ended (default 300,000 ms). */
   readonly retentionMs?: number | undefined;
+  /**
+   * Ended runs kept for resumes at most (default 1,000): when more end within `retentionMs`, the oldest are forgotten
+   * first (a resume then gets 404, as after `retentionMs`).
+   */
+  readonly maxRetainedRuns?: number | undefined;
+  /**
+   * The frames of ended runs kept for resumes at most, in bytes of their JSON (default 64 MiB), oldest forgotten
+   * first; the run that ended last is always kept.
+   */
+  readonly maxRetainedBytes?: number | undefined;
   /** A run's log bound, in frames (default 100,000): see `RunLogLimits.maxFrames` in docs/ui.md. */
   readonly maxFrames?: number | undefined;
   /** Agents kept in memory; the least recently used idle ones go first (default 1,000). */
@@ -87,15 +97,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     maxFrames: options.maxFrames ?? 100_000,
     retentionMs: options.retentionMs ?? 300_000,
     maxAgents: options.maxAgents ?? 1000,
+    maxRetainedRuns: options.maxRetainedRuns ?? 1000,
+    maxRetainedBytes: options.maxRetainedBytes ?? 64 * 1_048_576,
   });
 
   async function startRun(request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
-    const input = (body as { input?: unknown } | null)?.input;
-    if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await registry.start(threadId, (agent, runOptions) =>
-      agent.prompt$(input as string | Message | readonly Message[], runOptions),
-    );
+    const input = userInput((body as { input?: unknown } | null)?.input);
+    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(input, runOptions));
     return json(201, { runId, threadId });
   }
 
@@ -127,8 +136,21 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.respond$(requestId, answer, runOptions));
-    return json(200, { runId, threadId });
+    let answered: Agent | undefined;
+    try {
+      const runId = await registry.start(threadId, (agent, runOptions) => {
+        answered = agent;
+        return agent.respond$(requestId, answer, runOptions);
+      });
+      return json(200, { runId, threadId });
+    } catch (error) {
+      // No suspended run: the request was answered (its run resumed) or never existed. The queue server says so with
+      // `stale_approval`; so does this one, one code on both (docs/approvals.md).
+      if (error instanceof InvalidStateError && answered !== undefined && answered.pending.length === 0) {
+        throw new StaleApprovalError(requestId, 'unknown');
+      }
+      throw error;
+    }
   }
 
   async function getThread(threadId: string): Promise<Response> {
@@ -218,5 +240,7 @@ function resolveSettings(options: AgentServerOptions): ServerSettings {
   positiveOption('createAgentServer', 'retentionMs', options.retentionMs, 0);
   positiveOption('createAgentServer', 'maxFrames', options.maxFrames, 2);
   positiveOption('createAgentServer', 'maxAgents', options.maxAgents, 1);
+  positiveOption('createAgentServer', 'maxRetainedRuns', options.maxRetainedRuns, 1);
+  positiveOption('createAgentServer', 'maxRetainedBytes', options.maxRetainedBytes, 1);
   return resolveServing('createAgentServer', options);
 }

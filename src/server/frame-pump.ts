@@ -51,6 +51,11 @@ export interface RunStreamReader {
   stop(): void;
   /** True once the run's terminal frame was handed out (the stream ended with the run, not cut short). */
   readonly finished: boolean;
+  /**
+   * True when the reading starts at or past the run's terminal frame (a plain `EventSource` reconnecting with the
+   * `id:` of `event: end`): there is nothing to send, and SSE answers 204 so the browser stops reconnecting.
+   */
+  readonly atEnd?: boolean;
 }
 
 /**
@@ -67,6 +72,7 @@ export class FrameReader implements RunStreamReader {
   private based = false;
   private done = false;
   finished = false;
+  readonly atEnd: boolean;
   private interrupt: (() => void) | undefined;
 
   /** Throws {@link ResumeGoneError} when the frames after `after` were dropped. */
@@ -77,6 +83,7 @@ export class FrameReader implements RunStreamReader {
   ) {
     if (log.after(after, 0) === undefined) throw new ResumeGoneError(log.runId, after);
     this.cursor = after;
+    this.atEnd = this.done = this.finished = log.ended && after >= log.seq;
   }
 
   /** Ends the reading: a pending {@link next} resolves with `null`. */
@@ -91,6 +98,11 @@ export class FrameReader implements RunStreamReader {
       const frames = this.log.after(this.cursor, MAX_BATCH);
       if (frames === undefined) throw new ResumeGoneError(this.log.runId, this.cursor);
       if (frames.length > 0) return this.take(frames);
+      // Past the terminal frame (a position beyond the end of a run that has ended since): nothing will come.
+      if (this.log.ended) {
+        this.done = this.finished = true;
+        return null;
+      }
       const woke = await new Promise<'frame' | 'heartbeat'>((resolve) => {
         const finish = (why: 'frame' | 'heartbeat') => {
           clearTimeout(timer);

@@ -16,6 +16,8 @@ export class HttpError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Headers the response carries (e.g. `allow` on a 405). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
     this.name = 'HttpError';
@@ -47,7 +49,11 @@ export function json(status: number, body: unknown): Response {
  * @internal
  */
 export function errorResponse(error: unknown): Response {
-  if (error instanceof HttpError) return json(error.status, { error: { code: error.code, message: error.message } });
+  if (error instanceof HttpError) {
+    const response = json(error.status, { error: { code: error.code, message: error.message } });
+    for (const [name, value] of Object.entries(error.headers)) response.headers.set(name, value);
+    return response;
+  }
   if (error instanceof CubepiError) {
     const status = statusOf(error);
     if (status !== 500) return json(status, { error: { code: error.code, message: error.message } });

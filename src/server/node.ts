@@ -5,10 +5,11 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { Readable } from 'node:stream';
 import { isAuthorized } from './auth.js';
 import { jsonOf, sseChunk, type RunStreamReader } from './frame-pump.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
+import { requestBody, settleUnreadBody } from './request-body.js';
+import { checkHost, checkOrigin } from './request-guards.js';
 import type { HttpAgentServer } from './routes.js';
 import type { WebSocket } from 'ws';
 
@@ -46,13 +47,14 @@ async function serve(server: HttpAgentServer, req: IncomingMessage, res: ServerR
   const method = req.method ?? 'GET';
   const hasBody = method !== 'GET' && method !== 'HEAD';
   const init: RequestInit = { method, headers, signal: controller.signal };
-  if (hasBody) Object.assign(init, { body: Readable.toWeb(req), duplex: 'half' });
+  if (hasBody) Object.assign(init, { body: requestBody(req), duplex: 'half' });
   const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, init);
   const response = await server.fetch(request);
   if (res.destroyed) {
     await response.body?.cancel();
     return;
   }
+  if (hasBody) settleUnreadBody(req, res);
   res.writeHead(response.status, Object.fromEntries(response.headers));
   if (response.body === null) {
     res.end();
@@ -86,6 +88,7 @@ async function serveRunEvents(
   const cors = server.corsFor(req.headers.origin ?? null);
   let reader: RunStreamReader;
   try {
+    checkHost(req.headers.host, server.settings.hosts);
     if (!(await isAuthorized(req.headers.authorization ?? null, url, server.settings.authToken))) {
       throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
     }
@@ -104,6 +107,10 @@ async function serveRunEvents(
     const response = errorResponse(error);
     res.writeHead(response.status, { ...Object.fromEntries(response.headers), ...cors });
     res.end(await response.text());
+    return;
+  }
+  if (reader.atEnd === true) {
+    res.writeHead(204, { ...cors }).end();
     return;
   }
   res.writeHead(200, { ...SSE_HEADERS, ...cors });
@@ -144,6 +151,7 @@ const RUN_EVENTS = /^\/runs\/([^/]+)\/events$/;
 /** The reason phrases of the statuses an upgrade is refused with. */
 const REASONS: Readonly<Record<number, string>> = {
   400: 'Bad Request',
+  403: 'Forbidden',
   404: 'Not Found',
   410: 'Gone',
   503: 'Service Unavailable',
@@ -168,7 +176,12 @@ export async function attachWebSocket(
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
   const highWaterMark = options.highWaterMark ?? 1_048_576;
   const { basePath, authToken } = server.settings;
-  httpServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A client that resets mid-handshake must not end the process (a socket without an 'error' listener throws).
+    socket.on('error', () => socket.destroy());
+    const refuse = (status: number, text: string) => {
+      socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    };
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://localhost');
@@ -176,14 +189,26 @@ export async function attachWebSocket(
       socket.destroy(); // not a URL: not ours, and nobody else's either
       return;
     }
-    if (!url.pathname.startsWith(basePath)) return;
-    const match = RUN_EVENTS.exec(url.pathname.slice(basePath.length));
-    if (match === null) return;
-    const refuse = (status: number, text: string) => {
-      socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-    };
+    const match = url.pathname.startsWith(basePath) ? RUN_EVENTS.exec(url.pathname.slice(basePath.length)) : null;
+    if (match === null) {
+      // Not ours. Left unanswered, the socket would stay open forever (one file descriptor per client that left):
+      // when no other listener can answer it, say 404 and close.
+      if (httpServer.listeners('upgrade').every((listener) => listener === onUpgrade)) refuse(404, 'Not Found');
+      return;
+    }
     void (async () => {
+      try {
+        checkHost(req.headers.host, server.settings.hosts);
+      } catch {
+        return refuse(403, 'Forbidden');
+      }
       if (!(await isAuthorized(req.headers.authorization ?? null, url, authToken))) return refuse(401, 'Unauthorized');
+      // A WebSocket is not subject to CORS: the page of any origin may open one, so its Origin is checked here.
+      try {
+        checkOrigin(req.headers.origin, req.headers.host, server.corsFor(req.headers.origin ?? null) !== undefined);
+      } catch {
+        return refuse(403, 'Forbidden');
+      }
       let runId: string;
       try {
         runId = decodeURIComponent(match[1]!);
@@ -200,6 +225,9 @@ export async function attachWebSocket(
       // The client left while the stream was being opened.
       if (socket.destroyed) return reader.stop();
       wss.handleUpgrade(req, socket, head, (ws) => {
+        // A malformed frame (over maxPayload, invalid UTF-8, unmasked) is an 'error' here: with a listener, ws closes
+        // with 1009, 1007 or 1002; without one, it would throw and end the process.
+        ws.on('error', () => reader.stop());
         ws.once('close', () => reader.stop());
         ws.on('message', () => undefined);
         void (async () => {
@@ -222,7 +250,8 @@ export async function attachWebSocket(
         })();
       });
     })();
-  });
+  };
+  httpServer.on('upgrade', onUpgrade);
 }
 
 /** Resolves when `ws` has sent all but `highWaterMark` bytes, or is closed (polled: ws has no drain event). */

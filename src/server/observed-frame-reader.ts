@@ -32,6 +32,9 @@ export class ObservedFrameReader implements RunStreamReader {
   /** The assistant message as this connection last sent it (what a compact update grows). */
   private snapshot: AssistantMessage | undefined;
   finished = false;
+  /** Frames handed out so far (none: the stream started at or past the end, when it completed). */
+  private sent = 0;
+  private settledWaiters: (() => void)[] = [];
 
   /** `onDone` is called once, when the reading ends (however it ends). */
   constructor(
@@ -69,6 +72,8 @@ export class ObservedFrameReader implements RunStreamReader {
         throw this.failure.error;
       }
       if (this.completed) {
+        // Completed before any frame: the reading started at or past the end of a run that has ended.
+        if (this.sent === 0) this.finished = true;
         this.end();
         return null;
       }
@@ -93,7 +98,24 @@ export class ObservedFrameReader implements RunStreamReader {
     this.onDone();
   }
 
+  /**
+   * True when the source completed before any frame: the reading started at or past the run's end (a run that ended).
+   * Known once {@link settled} resolved.
+   */
+  get atEnd(): boolean {
+    return this.completed && this.sent === 0 && this.buffer.length === 0 && this.failure === undefined;
+  }
+
+  /** Resolves once the source gave a frame, failed or completed (for a run that ended: its replay began or ended). */
+  settled(): Promise<void> {
+    if (this.buffer.length > 0 || this.completed || this.failure !== undefined) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push(resolve));
+  }
+
   private wakeUp(): void {
+    const settled = this.settledWaiters;
+    this.settledWaiters = [];
+    for (const resolve of settled) resolve();
     const wake = this.wake;
     this.wake = undefined;
     wake?.();
@@ -101,6 +123,7 @@ export class ObservedFrameReader implements RunStreamReader {
 
   private take(): SentFrame[] {
     const batch = this.buffer.splice(0, MAX_BATCH);
+    this.sent += batch.length;
     const sent: SentFrame[] = [];
     for (const frame of batch) {
       sent.push({ logged: { frame, json: this.encode(frame), compact: false }, whole: false });

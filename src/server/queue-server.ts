@@ -14,6 +14,7 @@ import type { Message } from '../types/messages.js';
 import type { WireFrame } from '../wire/frames.js';
 import { HttpError, json, readJsonBody } from './http.js';
 import { ObservedFrameReader } from './observed-frame-reader.js';
+import { userInput } from './user-input.js';
 import {
   corsPolicy,
   createFetchHandler,
@@ -44,8 +45,8 @@ export interface ServedRunQueue {
   cancel(runId: string, reason?: string): Promise<boolean>;
   /** The run's frames after `after` (replay, then the live tail), its terminal frame last. Cold. */
   frames(runId: string, options?: { readonly after?: number | undefined }): Observable<WireFrame>;
-  /** The run, or `undefined` for an unknown id. */
-  run(runId: string): Promise<{ readonly runId: string } | undefined>;
+  /** The run, or `undefined` for an unknown id; `status: 'ended'` once it ended (then a resume past its end is 204). */
+  run(runId: string): Promise<{ readonly runId: string; readonly status?: string | undefined } | undefined>;
   /**
    * The thread's oldest run that has not ended; `baseCount` (the thread's messages when it started) once a worker
    * started it.
@@ -100,9 +101,8 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   async function startRun(request: Request, threadId: string): Promise<Response> {
     checkOpen();
     const body = await readJsonBody(request, settings.maxBodyBytes);
-    const input = (body as { input?: unknown } | null)?.input;
-    if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await queue.enqueue({ threadId, agent, input: input as string | Message | readonly Message[] });
+    const input = userInput((body as { input?: unknown } | null)?.input);
+    const runId = await queue.enqueue({ threadId, agent, input });
     return json(201, { runId, threadId });
   }
 
@@ -174,7 +174,8 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   async function openRunStream(runId: string, lastEventId: string | null): Promise<ObservedFrameReader> {
     checkOpen();
     const after = resumePosition(lastEventId);
-    if ((await queue.run(runId)) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    const run = await queue.run(runId);
+    if (run === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
     checkOpen();
     const reader: ObservedFrameReader = new ObservedFrameReader(
       queue.frames(runId, { after }),
@@ -182,6 +183,9 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       () => readers.delete(reader),
     );
     readers.add(reader);
+    // An ended run's replay is bounded: wait for its start, so a resume at or past its end is known (`atEnd`: SSE 204,
+    // which stops an EventSource reconnecting forever) before the response is chosen.
+    if (run.status === 'ended') await reader.settled();
     return reader;
   }
 

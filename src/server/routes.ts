@@ -9,6 +9,7 @@ import { ConfigurationError } from '../types/errors.js';
 import { isAuthorized } from './auth.js';
 import { sseChunk, type RunStreamReader } from './frame-pump.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
+import { checkHost, checkJsonType, checkOrigin, hostPolicy, type HostPolicy } from './request-guards.js';
 
 /** How a server is served over HTTP: the options `createAgentServer` and `createQueueServer` share. */
 export interface ServingOptions {
@@ -20,8 +21,17 @@ export interface ServingOptions {
   readonly authToken?: string | undefined;
   /** The largest request body accepted, in bytes (default 1 MiB); larger ones get 413 and nothing runs. */
   readonly maxBodyBytes?: number | undefined;
-  /** Cross-origin access for these origins (exact match, e.g. `https://app.example.com`); none by default. */
+  /**
+   * Cross-origin access for these origins (exact match, e.g. `https://app.example.com`); none by default. Other
+   * origins cannot start, answer or cancel anything, nor open a WebSocket (403), CORS or not.
+   */
   readonly cors?: { readonly origins: readonly string[] } | undefined;
+  /**
+   * The `Host` names served (without port; `["*"]` for any). By default a server without `authToken` answers only
+   * loopback names (`localhost`, `127.0.0.1`, `[::1]`), so a page on a DNS name rebound to 127.0.0.1 reads nothing
+   * (403); with a token, any host. Set it when a token-less server is reached by another name (a proxy, a container).
+   */
+  readonly allowedHosts?: readonly string[] | undefined;
   /** A path prefix the routes live under, e.g. `/api/agent` (default: none). */
   readonly basePath?: string | undefined;
   /** A comment line sent on an idle SSE stream this often, so proxies keep it open (default 15,000 ms). */
@@ -34,6 +44,8 @@ export interface ServerSettings {
   readonly basePath: string;
   readonly heartbeatMs: number;
   readonly maxBodyBytes: number;
+  /** The `Host` names answered (`allowedHosts`, resolved). */
+  readonly hosts: HostPolicy;
 }
 
 /**
@@ -98,6 +110,7 @@ export function resolveServing(owner: string, options: ServingOptions): ServerSe
     basePath,
     heartbeatMs: options.heartbeatMs ?? 15_000,
     maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
+    hosts: hostPolicy(owner, options.allowedHosts, options.authToken !== undefined),
   };
 }
 
@@ -137,7 +150,7 @@ export function createFetchHandler(
       return handlers.agUi(request);
     } else if (segments[0] === 'threads') {
       if (segments.length === 1 && method === 'GET') return handlers.listThreads(url);
-      const threadId = checkThread(segments[1]);
+      const threadId = segments.length === 1 ? '' : checkThread(segments[1]);
       if (segments.length === 2 && method === 'GET') return handlers.getThread(threadId);
       if (segments.length === 3 && segments[2] === 'runs' && method === 'POST') {
         return handlers.startRun(request, threadId);
@@ -152,6 +165,10 @@ export function createFetchHandler(
       }
       if (segments.length === 2 && method === 'DELETE') return handlers.cancelRun(runId);
     }
+    const allow = allowedMethods(segments);
+    if (allow !== undefined) {
+      throw new HttpError(405, 'method_not_allowed', `${method} is not allowed on ${path}: use ${allow}`, { allow });
+    }
     throw new HttpError(404, 'not_found', `no route ${method} ${path}`);
   }
 
@@ -161,16 +178,55 @@ export function createFetchHandler(
     try {
       const url = new URL(request.url);
       if (!url.pathname.startsWith(settings.basePath)) throw new HttpError(404, 'not_found', 'not found');
+      const host = request.headers.get('host') ?? url.host;
+      checkHost(host, settings.hosts);
       if (request.method === 'OPTIONS' && cors !== undefined) response = new Response(null, { status: 204 });
-      else if (!(await isAuthorized(request.headers.get('authorization'), url, settings.authToken))) {
-        throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
-      } else response = await route(request, url);
+      else {
+        if (!(await isAuthorized(request.headers.get('authorization'), url, settings.authToken))) {
+          throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
+        }
+        checkBrowserRequest(request, host, cors !== undefined);
+        response = await route(request, url);
+      }
     } catch (error) {
       response = errorResponse(error);
     }
     if (cors !== undefined) for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
     return response;
   };
+}
+
+/** The methods a route path answers (its `Allow` header), or `undefined` for a path that is no route. */
+function allowedMethods(segments: readonly string[]): string | undefined {
+  const [head, second, third] = segments;
+  switch (`${head ?? ''}/${segments.length}`) {
+    case 'chat/1':
+    case 'ag-ui/1':
+      return 'POST';
+    case 'chat/3':
+      return third === 'stream' ? 'GET' : undefined;
+    case 'threads/1':
+    case 'threads/2':
+      return 'GET';
+    case 'threads/3':
+      return third === 'runs' ? 'POST' : undefined;
+    case 'threads/4':
+      return third === 'approvals' ? 'POST' : undefined;
+    case 'runs/2':
+      return 'DELETE';
+    case 'runs/3':
+      return third === 'events' && second !== undefined ? 'GET' : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** The browser checks of a state-changing request: 403 from another origin, 415 unless JSON. */
+function checkBrowserRequest(request: Request, host: string, corsAllowed: boolean): void {
+  const method = request.method;
+  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return;
+  checkOrigin(request.headers.get('origin'), host, corsAllowed);
+  checkJsonType(method, request.headers.get('content-type'));
 }
 
 function corsHeaders(origin: string): Record<string, string> {
@@ -200,8 +256,9 @@ export function checkThread(threadId: unknown): string {
 /** The seq a resume starts after: `Last-Event-ID` or `?after=`, a non-negative integer (0 when absent). @internal */
 export function resumePosition(value: string | null): number {
   if (value === null || value === '') return 0;
-  const seq = Number(value);
-  if (!Number.isSafeInteger(seq) || seq < 0) {
+  // Digits only, no sign, no leading zero: `Number()` alone takes `0x2`, ` 2 `, `-0` and `1e1`.
+  const seq = /^(?:0|[1-9][0-9]*)$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(seq)) {
     throw new HttpError(400, 'invalid_input', `Last-Event-ID must be a seq (a non-negative integer), got ${value}`);
   }
   return seq;
@@ -209,6 +266,7 @@ export function resumePosition(value: string | null): number {
 
 /** `GET /runs/:id/events` over Fetch: the reader's frames as SSE, heartbeats when idle; cancelling stops it. @internal */
 export function sseStreamResponse(reader: RunStreamReader): Response {
+  if (reader.atEnd === true) return new Response(null, { status: 204 });
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const item = await reader.next();

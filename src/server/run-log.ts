@@ -60,6 +60,7 @@ export class RunLog {
   /** The latest snapshot of the message streaming in the run (what a compact update grows). */
   private snapshot: AssistantMessage | undefined;
   private lastSeq = 0;
+  private size = 0;
   /** True once a terminal (`end` or `error`) frame is in the log. */
   ended = false;
   /** True once the server closed: readers stop without a terminal frame. */
@@ -74,6 +75,11 @@ export class RunLog {
   /** The seq of the last frame appended (0 before any). */
   get seq(): number {
     return this.lastSeq;
+  }
+
+  /** What the log holds, in UTF-16 code units of its frames' JSON (about bytes): what retention is bounded by. */
+  get bytes(): number {
+    return this.size;
   }
 
   /** Appends `frame` (its seq must be greater than the last) and wakes every waiting reader. */
@@ -94,6 +100,7 @@ export class RunLog {
         this.endedBefore = this.frames.length;
       }
     }
+    this.size += this.frames[this.frames.length - 1]!.json.length;
     if (this.frames.length > this.limits.maxFrames) this.compact();
     this.wake();
   }
@@ -140,6 +147,12 @@ export class RunLog {
   }
 
   private compact(): void {
+    this.compactFrames();
+    this.size = 0;
+    for (const logged of this.frames) this.size += logged.json.length;
+  }
+
+  private compactFrames(): void {
     const ended = this.frames.slice(0, this.endedBefore);
     const kept = ended.filter((f) => f.frame.kind !== 'event' || f.frame.event.type !== 'message_update');
     if (kept.length < ended.length) {

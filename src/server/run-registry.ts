@@ -20,6 +20,10 @@ export interface RunRegistryOptions {
   readonly maxFrames: number;
   readonly retentionMs: number;
   readonly maxAgents: number;
+  /** Ended runs kept for resumes at most (the oldest forgotten first). */
+  readonly maxRetainedRuns: number;
+  /** Frame bytes of ended runs kept at most (the oldest forgotten first; the latest run is always kept). */
+  readonly maxRetainedBytes: number;
 }
 
 interface ServedRun {
@@ -34,7 +38,9 @@ export class RunRegistry {
   private readonly runs = new Map<string, ServedRun>();
   private readonly activeByThread = new Map<string, string>();
   private readonly agents = new Map<string, Promise<Agent>>();
-  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  /** The ended runs still retained, oldest first, with their forget timer and size. */
+  private readonly retained = new Map<string, { timer: ReturnType<typeof setTimeout>; bytes: number }>();
+  private retainedBytes = 0;
   /** The subscriptions of live runs (unsubscribed by `close`). */
   private readonly live = new Set<{ subscription?: Subscription; closed: boolean }>();
   private closed = false;
@@ -148,8 +154,9 @@ export class RunRegistry {
   /** Stops every live run by unsubscribing from it, forgets every log and agent, and wakes waiting readers. */
   close(): void {
     this.closed = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
+    for (const { timer } of this.retained.values()) clearTimeout(timer);
+    this.retained.clear();
+    this.retainedBytes = 0;
     for (const holder of this.live) holder.subscription?.unsubscribe();
     this.live.clear();
     for (const served of this.runs.values()) served.log.abandon();
@@ -161,13 +168,29 @@ export class RunRegistry {
   private release(threadId: string, runId: string): void {
     if (this.activeByThread.get(threadId) === runId) this.activeByThread.delete(threadId);
     if (this.closed) return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      this.runs.delete(runId);
-    }, this.options.retentionMs);
+    const timer = setTimeout(() => this.forget(runId), this.options.retentionMs);
     (timer as { unref?: () => void }).unref?.();
-    this.timers.add(timer);
+    const bytes = this.runs.get(runId)?.log.bytes ?? 0;
+    this.retained.set(runId, { timer, bytes });
+    this.retainedBytes += bytes;
+    // Bounded by count and size, not only by time: many runs (or a few huge prompts) ending within the retention
+    // window would otherwise hold the heap. The oldest go first; the run that just ended stays.
+    const { maxRetainedRuns, maxRetainedBytes } = this.options;
+    for (const oldest of this.retained.keys()) {
+      if (this.retained.size <= maxRetainedRuns && (this.retainedBytes <= maxRetainedBytes || oldest === runId)) break;
+      this.forget(oldest);
+    }
     this.evictIdleAgents();
+  }
+
+  /** Forgets an ended run: its log goes (readers already reading it finish), a later resume gets 404. */
+  private forget(runId: string): void {
+    const entry = this.retained.get(runId);
+    if (entry === undefined) return;
+    clearTimeout(entry.timer);
+    this.retained.delete(runId);
+    this.retainedBytes -= entry.bytes;
+    this.runs.delete(runId);
   }
 
   /** Drops the least recently used agents of threads with no active run while the cache is over `maxAgents`. */

@@ -70,7 +70,7 @@ describe('a local server without --model', () => {
     server.models = ['llama-local'];
     const serve = startCli(['serve', '--port', '0', '--db', 'memory'], { cwd: workdir(), env: local() });
     try {
-      await serve.waitFor(/cubepi serve: http:\/\/127\.0\.0\.1:\d+\/ \(.*\)\n/);
+      await serve.waitFor(/cubepi serve: http:\/\/127\.0\.0\.1:\d+\/#token=[\w-]{32} \(.*\)\n/);
       expect(serve.output.stdout).toContain('(model: openai llama-local; threads: memory (nothing is kept))');
     } finally {
       serve.child.kill('SIGTERM');

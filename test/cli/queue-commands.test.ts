@@ -80,17 +80,20 @@ describe.skipIf(!pgAvailable)('cubepi worker and serve --queue on PostgreSQL', (
     await worker.waitFor('cubepi worker: running "default" runs from PostgreSQL');
     await api.waitFor(/cubepi serve: http:\/\/127\.0\.0\.1:\d+/);
     const origin = /http:\/\/127\.0\.0\.1:\d+/.exec(api.output.stdout)![0];
+    // The token serve made at start, printed in the page's URL.
+    const token = /#token=([\w-]+)/.exec(api.output.stdout)![1]!;
 
     const page = await fetch(`${origin}/`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<html');
 
     const base = `${origin}/api`;
-    const events = await lastValueFrom(startRun(base, 'cli-1', 'cubes').pipe(toArray()));
+    await expect(getThread(base, 'cli-1')).rejects.toMatchObject({ status: 401 });
+    const events = await lastValueFrom(startRun(base, 'cli-1', 'cubes', { token }).pipe(toArray()));
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.some((e) => e.type === 'tool_execution_end' && e.toolName === 'research')).toBe(true);
     expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
-    const thread = await getThread(base, 'cli-1');
+    const thread = await getThread(base, 'cli-1', { token });
     expect(thread.activeRunId).toBeNull();
     expect(thread.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'toolResult', 'assistant']);
     // The worker ran it: its run record names the worker process.
@@ -101,7 +104,7 @@ describe.skipIf(!pgAvailable)('cubepi worker and serve --queue on PostgreSQL', (
     // SIGTERM mid-run: the worker takes no new run, lets this one finish (the default grace), then exits 0.
     let signalled = false;
     const drained = await lastValueFrom(
-      startRun(base, 'cli-2', 'spheres').pipe(
+      startRun(base, 'cli-2', 'spheres', { token }).pipe(
         tap((event) => {
           if (event.type === 'message_update' && !signalled) signalled = worker.child.kill('SIGTERM');
         }),
@@ -133,9 +136,12 @@ describe.skipIf(!pgAvailable)('cubepi worker and serve --queue on PostgreSQL', (
     await demo.waitFor('cubepi worker: running "demo" runs from PostgreSQL');
     await api.waitFor(/cubepi serve: http:\/\/127\.0\.0\.1:\d+/);
     const base = `${/http:\/\/127\.0\.0\.1:\d+/.exec(api.output.stdout)![0]}/api`;
+    const token = /#token=([\w-]+)/.exec(api.output.stdout)![1]!;
     const ends = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
-        lastValueFrom(startRun(base, `demo-${i}`, `question ${i}`).pipe(toArray())).then((events) => events.at(-1)),
+        lastValueFrom(startRun(base, `demo-${i}`, `question ${i}`, { token }).pipe(toArray())).then((events) =>
+          events.at(-1),
+        ),
       ),
     );
     for (const end of ends) expect(end).toMatchObject({ type: 'agent_end', outcome: 'completed' });

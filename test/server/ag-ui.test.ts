@@ -7,6 +7,8 @@ import { fromAgentEvents, runEventsUrl } from 'cubepi/client';
 import { SseParser } from '../../src/wire/sse-parser.js';
 import { agentFactory, ANSWER, serve, type Served } from './serve-helpers.js';
 
+const JSON_TYPE = { 'content-type': 'application/json' };
+
 let served: Served | undefined;
 afterEach(async () => {
   await served?.close();
@@ -59,6 +61,7 @@ describe('POST /ag-ui', () => {
     const abort = new AbortController();
     const response = await fetch(`${served.base}/ag-ui`, {
       method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify(input('ag-2', 'Define cube')),
       signal: abort.signal,
     });
@@ -81,7 +84,9 @@ describe('POST /ag-ui', () => {
     const factory = agentFactory();
     served = await serve({ agent: factory.agent });
     const post = (body: unknown) =>
-      fetch(`${served!.base}/ag-ui`, { method: 'POST', body: JSON.stringify(body) }).then((r) => r.status);
+      fetch(`${served!.base}/ag-ui`, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify(body) }).then(
+        (r) => r.status,
+      );
     expect(await post({ ...input('ag-3', 'x'), messages: [] })).toBe(400);
     expect(await post({ ...input('ag-3', 'x'), messages: [{ id: 'a', role: 'assistant', content: 'hi' }] })).toBe(400);
     expect(await post(input('', 'x'))).toBe(400);

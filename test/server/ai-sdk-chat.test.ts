@@ -7,6 +7,8 @@ import { fromAgentEvents, runEventsUrl } from 'cubepi/client';
 import { lastValueFrom, toArray } from 'rxjs';
 import { agentFactory, ANSWER, serve, type Served } from './serve-helpers.js';
 
+const JSON_TYPE = { 'content-type': 'application/json' };
+
 let served: Served | undefined;
 afterEach(async () => {
   await served?.close();
@@ -90,7 +92,9 @@ describe("the AI SDK's chat transport against POST /chat", () => {
     const factory = agentFactory();
     served = await serve({ agent: factory.agent });
     const post = (body: unknown) =>
-      fetch(`${served!.base}/chat`, { method: 'POST', body: JSON.stringify(body) }).then((r) => r.status);
+      fetch(`${served!.base}/chat`, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify(body) }).then(
+        (r) => r.status,
+      );
     expect(await post({ id: 'c', messages: [userMessage('x')], trigger: 'regenerate-message' })).toBe(400);
     expect(await post({ id: 'c', messages: [] })).toBe(400);
     expect(await post({ id: '', messages: [userMessage('x')] })).toBe(400);

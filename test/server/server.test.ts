@@ -24,6 +24,8 @@ import { ReplayServer } from '../providers/replay-server.js';
 import { agentFactory, ANSWER, lookup, scriptedProvider, serve, type Served } from './serve-helpers.js';
 import { cuttingFetch, random } from '../cutting-fetch.js';
 
+const JSON_TYPE = { 'content-type': 'application/json' };
+
 let served: Served | undefined;
 afterEach(async () => {
   await served?.close();
@@ -167,7 +169,11 @@ describe('resuming after a broken connection', () => {
 /** Serves a slow scripted agent and starts a run on thread t1 with a bare POST (no client that could cancel it). */
 async function postRun(): Promise<string> {
   served = await serve({ agent: agentFactory({}, 1, 40).agent, flushMs: 0 });
-  const post = await fetch(`${served.base}/threads/t1/runs`, { method: 'POST', body: JSON.stringify({ input: 'Hi' }) });
+  const post = await fetch(`${served.base}/threads/t1/runs`, {
+    method: 'POST',
+    headers: JSON_TYPE,
+    body: JSON.stringify({ input: 'Hi' }),
+  });
   return ((await post.json()) as { runId: string }).runId;
 }
 
@@ -201,7 +207,11 @@ describe('a new client joining mid-run', () => {
         }),
       flushMs: 0,
     });
-    const post = await fetch(`${served.base}/threads/t1/runs`, { method: 'POST', body: '{"input":"Hi"}' });
+    const post = await fetch(`${served.base}/threads/t1/runs`, {
+      method: 'POST',
+      headers: JSON_TYPE,
+      body: '{"input":"Hi"}',
+    });
     const { runId } = (await post.json()) as { runId: string };
     const url = new URL(runEventsUrl(served.base, runId));
     const stalled = createConnection({ host: url.hostname, port: Number(url.port) });
@@ -308,14 +318,16 @@ describe('refusals: nothing runs', () => {
     const factory = agentFactory();
     served = await serve({ agent: factory.agent, maxBodyBytes: 1000 });
     const big = JSON.stringify({ input: 'x'.repeat(2000) });
-    expect((await fetch(`${served.base}/threads/t1/runs`, { method: 'POST', body: big })).status).toBe(413);
+    expect(
+      (await fetch(`${served.base}/threads/t1/runs`, { method: 'POST', headers: JSON_TYPE, body: big })).status,
+    ).toBe(413);
     const streamed = new ReadableStream<Uint8Array>({
       start(controller) {
         for (let i = 0; i < 4; i++) controller.enqueue(new TextEncoder().encode(big.slice(i * 500, (i + 1) * 500)));
         controller.close();
       },
     });
-    const init: RequestInit = { method: 'POST', body: streamed, duplex: 'half' };
+    const init: RequestInit = { method: 'POST', headers: JSON_TYPE, body: streamed, duplex: 'half' };
     const response = await fetch(`${served.base}/threads/t1/runs`, init);
     expect(response.status).toBe(413);
     expect(await response.json()).toMatchObject({ error: { code: 'body_too_large' } });
@@ -325,7 +337,8 @@ describe('refusals: nothing runs', () => {
   it('an invalid thread id, bad JSON or a missing input gets 400; a busy thread 409', async () => {
     const factory = agentFactory({}, 2, 40);
     served = await serve({ agent: factory.agent });
-    const post = (path: string, body: string) => fetch(`${served!.base}${path}`, { method: 'POST', body });
+    const post = (path: string, body: string) =>
+      fetch(`${served!.base}${path}`, { method: 'POST', headers: JSON_TYPE, body });
     expect((await post('/threads/%00/runs', '{"input":"Hi"}')).status).toBe(400);
     expect((await post(`/threads/${'x'.repeat(600)}/runs`, '{"input":"Hi"}')).status).toBe(400);
     expect((await post('/threads/%E0%A4%A/runs', '{"input":"Hi"}')).status).toBe(400);

@@ -319,4 +319,50 @@ describe.skipIf(!pgAvailable)('the agent server on a run queue (cubepi/client ov
     expect((await post('/ag-ui', '{}')).status).toBe(501);
     expect((await fetch(`${base}/chat/t/stream`)).status).toBe(501);
   });
+
+  it('hostile input (issue 37): nothing but user content is queued, browsers from elsewhere are refused, 405 with Allow', async () => {
+    const base = await serveQueue('notes');
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    const toolResult = {
+      role: 'toolResult',
+      toolCallId: 'c',
+      toolName: 'x',
+      content: [],
+      isError: false,
+      timestamp: 1,
+    };
+    const refused = await post('/threads/h1/runs', {
+      input: [{ role: 'user', content: 'hi', timestamp: 1 }, toolResult],
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: { code: 'invalid_input' } });
+    expect((await post('/threads/h1/runs', { input: 'x' }, { 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await post('/threads/h1/runs', { input: 'x' }, { origin: 'https://evil.example' })).status).toBe(403);
+    expect(await queue.activeRun('h1')).toBeUndefined(); // nothing was queued
+    const wrong = await fetch(`${base}/threads/h1/runs`);
+    expect([wrong.status, wrong.headers.get('allow')]).toEqual([405, 'POST']);
+    expect((await fetch(`${base}/runs/r1/events`, { headers: { 'last-event-id': '0x2' } })).status).toBe(400);
+  });
+
+  it('a resume at or past the end of an ended run: SSE 204 at once, WebSocket closes 1000, the client completes', async () => {
+    await startWorking();
+    const base = await serveQueue('notes');
+    const events = await collect(startRun(base, 'end-1', 'short'));
+    const runId = events[0]!.runId;
+    const all = await fetch(`${base}/runs/${runId}/events`);
+    const endId = Math.max(...[...(await all.text()).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])));
+    for (const id of [endId, endId + 50]) {
+      const resumed = await fetch(`${base}/runs/${runId}/events`, { headers: { 'last-event-id': String(id) } });
+      expect([id, resumed.status]).toEqual([id, 204]);
+    }
+    for (const transport of ['sse', 'websocket'] as const) {
+      const url = runEventsUrl(base, runId, transport);
+      expect(await collect(fromAgentEvents(url, { after: endId + 50, WebSocket }))).toEqual([]);
+    }
+  });
 });
