@@ -3,18 +3,30 @@ import { describe, expect, it } from 'vitest';
 import { findModel, modelPricing, MODELS, sameModel, type Model } from 'cubepi';
 
 describe('the model table', () => {
+  // Since the table is generated (issue 29) it holds Gemini and Bedrock too, and rows where the output is as large as
+  // the window (GPT-4: 8,192 both) or priced as the input (Llama on Bedrock): the bounds below say ≥, not >.
   it('every row is a complete, frozen Model of a known provider with non-negative prices', () => {
-    expect(MODELS.length).toBeGreaterThan(20);
+    expect(MODELS.length).toBeGreaterThan(150);
     expect(Object.isFrozen(MODELS)).toBe(true);
     expect(new Set(MODELS.map((m) => m.id)).size).toBe(MODELS.length);
+    expect(new Set(MODELS.map((m) => m.provider))).toEqual(new Set(['anthropic', 'openai', 'google', 'bedrock']));
     for (const model of MODELS) {
       expect(Object.isFrozen(model), model.id).toBe(true);
-      expect(['anthropic', 'openai']).toContain(model.provider);
-      expect(model.contextWindow).toBeGreaterThan(model.maxTokens!);
+      expect(model.contextWindow, model.id).toBeGreaterThanOrEqual(model.maxTokens!);
+      expect(model.maxTokens, model.id).toBeGreaterThan(0);
       expect(model.input).toContain('text');
       expect(typeof model.reasoning).toBe('boolean');
+      expect(typeof model.tools).toBe('boolean');
+      expect(typeof model.parallelTools).toBe('boolean');
+      expect([false, 'json_schema', 'json_mode']).toContain(model.structuredOutput);
+      expect([false, 'explicit', 'automatic']).toContain(model.promptCaching);
       for (const price of Object.values(model.cost!)) expect(price).toBeGreaterThanOrEqual(0);
-      expect(model.cost!.output, model.id).toBeGreaterThan(model.cost!.input);
+      expect(model.cost!.output, model.id).toBeGreaterThanOrEqual(model.cost!.input);
+      if (model.thinking !== undefined) {
+        expect(model.reasoning, model.id).toBe(true);
+        expect(model.thinking.efforts ?? model.thinking.budget, model.id).toBeDefined();
+        if (model.thinking.budget) expect(model.thinking.budget.max).toBeLessThan(model.maxTokens!);
+      }
     }
   });
 
