@@ -4,7 +4,7 @@
  */
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
-import { lookupModel } from '../providers/model-lookup.js';
+import { lookupModel } from '../types/model-lookup.js';
 
 /**
  * A model id becomes a model of `provider`, with the facts of the model table when it knows the id (prices, limits,

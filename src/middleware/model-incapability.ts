@@ -5,7 +5,7 @@
 import type { Message } from '../types/messages.js';
 import type { Model, ModelIncapability, ModelInputKind } from '../types/model.js';
 import type { StreamOptions, ToolDefinition } from '../types/provider.js';
-import { lookupModel } from '../providers/model-lookup.js';
+import { lookupModel } from '../types/model-lookup.js';
 import { estimateTokens } from './estimate-tokens.js';
 
 /** What a request asks of a model, as far as its capabilities go. */

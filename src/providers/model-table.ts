@@ -4,7 +4,7 @@
  * @module
  */
 import type { Model, ModelCost, ModelInputKind, ModelThinking, ReasoningEffort } from '../types/model.js';
-import { useModelTable } from './model-lookup.js';
+import { useModelTable } from '../types/model-lookup.js';
 import { MODEL_ROWS, type ModelRow } from './models.generated.js';
 
 const INPUT_KINDS: Readonly<Record<string, ModelInputKind>> = {

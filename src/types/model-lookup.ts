@@ -1,9 +1,10 @@
 /**
  * Where the core finds the model table: set by the table's own module when it loads, so that the Agent (which
- * resolves a model id through it) does not pull the table into a bundle that imports no provider.
+ * resolves a model id through it) does not pull the table into a bundle that imports no provider. In src/types
+ * because every layer reads it (the Agent, the middleware's capability check) and the table's module sets it.
  * @module
  */
-import type { Model } from '../types/model.js';
+import type { Model } from './model.js';
 
 let table: ((id: string) => Model | undefined) | undefined;
 
