@@ -64,7 +64,10 @@ export interface Model {
   readonly reasoning?: boolean | undefined;
   /** How its thinking is controlled (effort levels, budget range, off), for a model with `reasoning`. */
   readonly thinking?: ModelThinking | undefined;
-  /** Input kinds the model accepts; text only when absent. */
+  /**
+   * Input kinds the model accepts. Absent (and not in the table): not known, so not checked — the provider is sent
+   * what the request holds.
+   */
   readonly input?: readonly ModelInputKind[] | undefined;
   /** `false` for a model that cannot call tools (assumed able when absent). */
   readonly tools?: boolean | undefined;
