@@ -121,6 +121,24 @@ describe('the loop refuses what a model cannot take', () => {
     expectConsistentTranscript(agent.state.messages);
   });
 
+  it('a model given by id takes the table’s facts: o3-mini is sent no image', async () => {
+    const faux = new FauxProvider({ responses: [fauxMessage('never sent')] });
+    const agent = new Agent({ provider: faux, model: 'o3-mini' });
+    expect(agent.state.model).toMatchObject({ id: 'o3-mini', input: ['text'], contextWindow: 200_000 });
+    const events = record(agent);
+    const added = await agent.prompt(photo);
+    expect(faux.callCount).toBe(0);
+    expect(added.at(-1)).toMatchObject({
+      errorKind: 'model_incapable',
+      errorMessage: 'Model o3-mini cannot take image input',
+    });
+    expect(attempts(events)[0]!.incapable).toEqual({
+      reason: 'input',
+      kind: 'image',
+      message: 'Model o3-mini cannot take image input',
+    });
+  });
+
   it('fallback: a model that cannot take the images is refused (its attempt says so) and the next one answers', async () => {
     const textOnly = new FauxProvider({ id: 'text-only', responses: [fauxMessage('never')] });
     const vision = new FauxProvider({ id: 'vision', responses: [fauxMessage('I see a cat')] });
