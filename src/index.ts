@@ -53,6 +53,7 @@ export {
   type FallbackTarget,
 } from './middleware/fallback.js';
 export { FailedBeforeContent, failBeforeContent } from './middleware/hold-until-content.js';
+export { modelIncapability, type CapabilityRequest } from './middleware/model-incapability.js';
 export { retry, TRANSIENT_ERROR_KINDS, type Backoff, type RetryOptions } from './middleware/retry.js';
 export {
   WRAPPER_PHASES,
@@ -120,7 +121,14 @@ export {
 } from './middleware/types.js';
 export type * from './types/agent-events.js';
 export type * from './types/content.js';
-export type { Model, ModelCost } from './types/model.js';
+export type {
+  Model,
+  ModelCost,
+  ModelIncapability,
+  ModelInputKind,
+  ModelThinking,
+  ReasoningEffort,
+} from './types/model.js';
 export type {
   JsonSchema,
   Provider,

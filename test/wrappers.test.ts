@@ -226,7 +226,9 @@ describe('fallback', () => {
     expect(moves[1]!.from).toStrictEqual({ provider: 'faux-b', model: 'model-b' });
   });
 
-  it('skips a target that cannot serve the request (images for a text-only model)', async () => {
+  // A model that states no input kinds is not refused on them (the table does not know `text-1` either): only what a
+  // model (or the table) says it lacks is refused. So the text-only model says `input: ['text']`.
+  it('does not send the request to a target that cannot take it (images for a text-only model)', async () => {
     const primary = new FauxProvider({ id: 'faux-a', responses: [transient('unavailable')] });
     const textOnly = new FauxProvider({ id: 'text-only', responses: [fauxMessage('never')] });
     const vision = new FauxProvider({ id: 'vision', responses: [fauxMessage('I see a cat')] });
@@ -235,7 +237,7 @@ describe('fallback', () => {
       model: 'model-a',
       middleware: [
         fallback([
-          { provider: textOnly, model: { id: 'text-1', provider: 'text-only' } },
+          { provider: textOnly, model: { id: 'text-1', provider: 'text-only', input: ['text'] } },
           { provider: vision, model: { id: 'vision-1', provider: 'vision', input: ['text', 'image'] } },
         ]),
       ],

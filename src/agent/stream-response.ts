@@ -9,7 +9,8 @@ import { errorMessageOf, HookError, isAbortError, RunAbortedError } from '../typ
 import { isRecordOnly, type AssistantMessage, type Message, type ProviderErrorKind } from '../types/messages.js';
 import type { ModelAttemptEvent, PreviousAttempt } from '../types/agent-events.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
-import type { Model } from '../types/model.js';
+import type { Model, ModelIncapability } from '../types/model.js';
+import { modelIncapability } from '../middleware/model-incapability.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import { ABORTED, wait, type Op } from './drive.js';
 import { closingMessage, RunStopped, turnContext, type RunState, type TurnState } from './run-state.js';
@@ -72,8 +73,17 @@ export function* streamResponse(
     // No wrappers: one attempt, the provider's stream consumed directly, with no operator between it and the loop
     // (the per-delta path).
     const { provider, model } = run;
-    emitAttempt(run, turn, invocationId, 1, provider.id, model.id);
-    const stream = openStream(run, provider, model, messages, systemPrompt, run.toolChoice, run.streamOptions);
+    const incapable = modelIncapability(model, {
+      messages,
+      systemPrompt,
+      tools: run.tools,
+      options: run.streamOptions,
+    });
+    emitAttempt(run, turn, invocationId, 1, provider.id, model.id, undefined, incapable);
+    const stream =
+      incapable === undefined
+        ? openStream(run, provider, model, messages, systemPrompt, run.toolChoice, run.streamOptions)
+        : refusal(provider.id, model.id, incapable);
     if (!isObservable(stream)) {
       terminal = stream.message;
     } else {
@@ -120,17 +130,18 @@ export function* streamResponse(
         const current: AttemptRecord = { provider: to.provider, model: to.model, attempt };
         const before = previous;
         previous = current;
-        emitAttempt(run, turn, invocationId, attempt, to.provider, to.model, before);
-        const stream = openStream(
-          run,
-          req.provider,
-          req.model,
-          req.messages,
-          req.systemPrompt,
-          req.toolChoice,
-          req.options,
-        );
-        if (!isObservable(stream)) return [stream];
+        // A request the model cannot take is not sent: the attempt says why and ends as an error at once.
+        const incapable = modelIncapability(req.model, req);
+        emitAttempt(run, turn, invocationId, attempt, to.provider, to.model, before, incapable);
+        const stream =
+          incapable === undefined
+            ? openStream(run, req.provider, req.model, req.messages, req.systemPrompt, req.toolChoice, req.options)
+            : refusal(req.provider.id, req.model.id, incapable);
+        if (!isObservable(stream)) {
+          current.error = stream.message.errorMessage ?? stream.errorKind;
+          current.errorKind = stream.errorKind;
+          return [stream];
+        }
         // The provider boundary, per attempt: the wrappers see only valid events, one terminal, then completion.
         return guardStream(stream, req.provider.id, req.model.id, run.signal).pipe(
           tap((event) => {
@@ -215,8 +226,9 @@ function emitAttempt(
   provider: string,
   model: string,
   before?: AttemptRecord,
+  incapable?: ModelIncapability,
 ): void {
-  const event: ModelAttemptEvent = {
+  const base: ModelAttemptEvent = {
     type: 'model_attempt',
     runId: run.runId,
     turnIndex: turn.index,
@@ -226,6 +238,7 @@ function emitAttempt(
     provider,
     model,
   };
+  const event = incapable === undefined ? base : { ...base, incapable };
   // The first attempt (every call's, the only one without wrappers) is the plain literal above: nothing more per turn.
   if (before === undefined) return run.emit(event);
   const previous: PreviousAttempt = {
@@ -272,6 +285,20 @@ function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function') return 'a Promise';
   return Array.isArray(value) ? 'an array' : typeof value;
+}
+
+/**
+ * The terminal event of an attempt that was not sent because the model cannot take the request: `context_overflow`
+ * for a request over its window (what the vendor would have answered, so `Compaction` and `fallback` react the same),
+ * else `model_incapable`; the message says why.
+ */
+function refusal(provider: string, model: string, incapable: ModelIncapability): ErrorEvent {
+  const errorKind = incapable.reason === 'context_window' ? 'context_overflow' : 'model_incapable';
+  return {
+    type: 'error',
+    message: { ...failureMessage(provider, model, undefined, incapable.message), errorKind },
+    errorKind,
+  };
 }
 
 /** The terminal event of an attempt whose provider broke its contract before streaming anything. */

@@ -33,6 +33,8 @@ export function describeProviderError(
       return `${endpoint} is rate limiting this key (${short}): wait and retry, or use another --model`;
     case 'context_overflow':
       return `the conversation is too long for ${model} (${short}): start a new thread (omit --thread, or /new)`;
+    case 'model_incapable':
+      return `${model} cannot take this request (${short}): use another --model`;
     default:
   }
   // A server without the endpoint answers 404 and nothing more (a model it lacks gets an error body naming it).

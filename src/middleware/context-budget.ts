@@ -30,8 +30,10 @@ export interface ContextBudgetOptions {
  * drops **whole turns from the oldest** — never a tool call without its result, never the system prompt (which is not
  * a message) — and emits `context_trimmed` saying how many messages it dropped. When the first kept message is not a
  * user message, a short user note saying that earlier messages were left out goes first (some APIs want a user
- * message first). It always keeps the last turn, even when that alone is over budget (the provider then answers
- * `context_overflow`: see `Compaction`). The stored transcript is not changed.
+ * message first). It always keeps the last turn, even when that alone is over budget; a last turn over the model's
+ * whole `contextWindow` is not sent (the loop refuses it: `incapable` on its `model_attempt`, and the call ends as the
+ * `context_overflow` the vendor would have answered: see `Compaction` and `fallback`). The stored transcript is not
+ * changed.
  *
  * @example
  * new Agent({ provider, model: 'claude-sonnet-4-5', middleware: [new ContextBudget({ reserve: 16_000 })] });

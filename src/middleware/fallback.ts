@@ -10,6 +10,7 @@ import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { failBeforeContent, FailedBeforeContent } from './hold-until-content.js';
+import { modelIncapability } from './model-incapability.js';
 import type { Middleware } from './types.js';
 import type { ModelCallContext, ModelCallNext, ModelRequest } from './wrapper-types.js';
 
@@ -37,11 +38,15 @@ export const FALLBACK_ERROR_KINDS: readonly ProviderErrorKind[] = [
 
 /**
  * A wrapper (phase `adapter`) that moves a model call to the next target when it fails with one of the `on` kinds
- * **before its first content event**. The request's own model is tried first, then each target in order — skipping a
- * target that cannot serve the request (images for a text-only model, tools for a model with `tools: false`, a
- * thinking budget for a model that does not reason). The model that answered is the one stamped on the assistant
- * message, and the loop emits a `model_fallback` event for each move. When every target failed, the last error event
- * is the call's result. The transcript is converted for each provider by that provider (cross-provider handoff).
+ * **before its first content event**. The request's own model is tried first, then each target in order. A model
+ * that cannot take the request ({@link canServe}: an input kind it lacks, tools for a model with `tools: false`, a
+ * thinking budget for a model that does not reason, a request over its context window — by its own facts or the
+ * model table's) is not sent it: its `model_attempt` carries `incapable` with the reason, it ends as a
+ * `model_incapable` (or `context_overflow`) error, and the call always moves on from it, whatever `on` says. The
+ * model that answered is the one stamped on the assistant message, and the loop emits a `model_fallback` event for
+ * each move. When every target failed, the last error event is the call's result — a typed `model_incapable` error
+ * when no model of the chain can take the request. The transcript is converted for each provider by that provider
+ * (cross-provider handoff).
  *
  * Place it inside `retry` (the recommended chain is trace → deadline → cache → retry → fallback → provider): each
  * attempt of the retry then walks the fallback chain.
@@ -64,13 +69,14 @@ export function fallback(targets: readonly FallbackTarget[], options: FallbackOp
     phase: 'adapter',
     nextCalls: 'many',
     wrapModelCall(request: ModelRequest, _ctx: ModelCallContext, next: ModelCallNext): Observable<StreamEvent> {
-      const chain: ModelRequest[] = [
-        request,
-        ...targets.filter((target) => canServe(target.model, request)).map((target) => ({ ...request, ...target })),
-      ];
+      // Every target is tried in turn: one that cannot take the request is refused by the loop (not sent), so its
+      // attempt says why, and the call moves on from it.
+      const chain: ModelRequest[] = [request, ...targets.map((target) => ({ ...request, ...target }))];
       const from = (index: number): Observable<StreamEvent> =>
         defer(() => next(chain[index]!)).pipe(
-          failBeforeContent((event) => index < chain.length - 1 && on.has(event.errorKind)),
+          failBeforeContent(
+            (event) => index < chain.length - 1 && (event.errorKind === 'model_incapable' || on.has(event.errorKind)),
+          ),
           catchError((error: unknown) =>
             error instanceof FailedBeforeContent ? from(index + 1) : throwError(() => error),
           ),
@@ -80,19 +86,10 @@ export function fallback(targets: readonly FallbackTarget[], options: FallbackOp
   };
 }
 
-/** Whether `model` can take `request`: images, tools, thinking. */
+/**
+ * Whether `model` can take `request` (input kinds, tools, thinking, context window): {@link modelIncapability} finds
+ * nothing it lacks.
+ */
 export function canServe(model: Model, request: ModelRequest): boolean {
-  if (request.tools.length > 0 && model.tools === false) return false;
-  const thinking = request.options?.thinkingBudget;
-  if (typeof thinking === 'number' && thinking > 0 && model.reasoning !== true) return false;
-  if (!(model.input ?? ['text']).includes('image') && hasImages(request)) return false;
-  return true;
-}
-
-function hasImages(request: ModelRequest): boolean {
-  for (const message of request.messages) {
-    if (typeof message.content === 'string') continue;
-    for (const block of message.content) if (block.type === 'image') return true;
-  }
-  return false;
+  return modelIncapability(model, request) === undefined;
 }

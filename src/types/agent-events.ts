@@ -4,6 +4,7 @@
  */
 import type { ApprovalRequest } from './approval.js';
 import type { AssistantMessage, Message, ProviderErrorKind, ToolCallOutcome, ToolResultMessage } from './messages.js';
+import type { ModelIncapability } from './model.js';
 import type { StatePatch } from './state.js';
 import type { StreamEvent } from './stream-events.js';
 import type { AgentToolResult } from './tool.js';
@@ -173,7 +174,7 @@ export interface StatePatchedEvent {
 }
 
 /**
- * A request is being sent to a model: one per attempt. Every attempt of one model call (retries, fallbacks) shares
+ * A request is being sent to a model (or, with `incapable`, was refused before it was sent): one per attempt. Every attempt of one model call (retries, fallbacks) shares
  * the `invocationId` and has its own `attemptId`; `attempt` counts from 1. From the second attempt on, `previous`
  * says how the attempt before this one ended (what a retry or a fallback reacted to).
  */
@@ -187,6 +188,12 @@ export interface ModelAttemptEvent {
   readonly provider: string;
   readonly model: string;
   readonly previous?: PreviousAttempt;
+  /**
+   * Present when the attempt was **not sent**: the model cannot take the request (by its capabilities or the model
+   * table's, see `modelIncapability`). The attempt then ends at once with an error — kind `model_incapable`, or
+   * `context_overflow` for a request over the model's context window — which `fallback` moves on from.
+   */
+  readonly incapable?: ModelIncapability;
 }
 
 /**

@@ -29,6 +29,7 @@ const ERROR_KIND_NAMES = {
   bad_request: true,
   timeout: true,
   aborted: true,
+  model_incapable: true,
   unknown: true,
 } as const satisfies Record<ProviderErrorKind, true>;
 

@@ -29,10 +29,19 @@ export type StopReason = 'stop' | 'length' | 'toolUse' | 'blocked' | 'error' | '
  * The classification of a failed model call, so a host can react without parsing messages: `rate_limited` (429),
  * `context_overflow` (the prompt is too long), `auth` (401/403), `unavailable` (5xx, overloaded, connection lost),
  * `bad_request` (4xx the caller must fix), `timeout` (the stream stalled: no event within `firstEventTimeoutMs` or
- * `idleTimeoutMs`), `aborted` (cancelled), `unknown`.
+ * `idleTimeoutMs`), `aborted` (cancelled), `model_incapable` (not sent: the model cannot take the request, by its
+ * capabilities — an input kind, tools, thinking; see `ModelIncapability`), `unknown`.
  */
 export type ProviderErrorKind =
-  'rate_limited' | 'context_overflow' | 'auth' | 'unavailable' | 'bad_request' | 'timeout' | 'aborted' | 'unknown';
+  | 'rate_limited'
+  | 'context_overflow'
+  | 'auth'
+  | 'unavailable'
+  | 'bad_request'
+  | 'timeout'
+  | 'aborted'
+  | 'model_incapable'
+  | 'unknown';
 
 /**
  * A model's answer. A message with `stopReason` `error`, `aborted` or `blocked` records a failed, cancelled or blocked

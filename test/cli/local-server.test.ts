@@ -54,15 +54,16 @@ describe('a local server without --model', () => {
     );
   });
 
+  // The default is the table's newest GPT: gpt-5.6 since the table is generated from the catalog snapshot (issue 29).
   it('a server that lists the model table default runs it, priced as before', async () => {
-    server.models = ['gpt-4o', 'gpt-5.5'];
+    server.models = ['gpt-4o', 'gpt-5.6'];
     server.reply(sse(openaiText('Priced.')));
     const result = await runCli(['run', 'Hello', '--db', 'memory'], {
       cwd: workdir(),
       env: cleanEnv({ OPENAI_API_KEY: 'k', OPENAI_BASE_URL: `${server.url}/v1` }),
     });
     expect(result.code).toBe(0);
-    expect(server.requests[0]!.body.model).toBe('gpt-5.5');
+    expect(server.requests[0]!.body.model).toBe('gpt-5.6');
     expect(result.stderr).toMatch(/\[12 in · 7 out · \$0\.\d{4} · 1 model call\]/);
   });
 
