@@ -117,7 +117,9 @@ describe('GoogleProvider: every recorded stream', () => {
   it('empty-text-thought-signature: "4" then a signature-only part: one signed block', async () => {
     const { message, signatures } = await replay('empty-text-thought-signature.vercel-ai.jsonl', { model: FLASH });
     expect(message.content).toEqual([{ type: 'text', text: '4', signature: signatures[0] }]);
-    expect(message.usage).toMatchObject({ input: 15, output: 53, reasoning: 52, cost: { total: 0 } });
+    expect(message.usage).toMatchObject({ input: 15, output: 53, reasoning: 52 });
+    // A Model passed without cost is priced from the table's row for its id ($0.50 in, $3 out per million).
+    expect(message.usage.cost.total).toBeCloseTo((15 * 0.5 + 53 * 3) / 1e6, 12);
   });
 
   it('vertex-thought-no-args-and-parallel-calls: a thought summary, a call without args, three parallel streamed calls', async () => {
