@@ -9,6 +9,7 @@ import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
+import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
   protocolStreamResponse,
@@ -35,10 +36,12 @@ import {
 /** Options of {@link createAgentServer}. */
 export interface AgentServerOptions extends ServingOptions {
   /**
-   * The agent of a thread: called once per thread id (then kept; see `maxAgents`). Give it a checkpointer and that
-   * `threadId` so the thread survives restarts and eviction.
+   * The agent of a thread: called once per thread id (then kept; see `maxAgents`) with the principal of the request
+   * that first needs it (the thread's owner, under the default `authorize`). Give it a checkpointer and that
+   * `threadId` so the thread survives restarts and eviction. Every run also gets the caller's principal in its run
+   * options (`ctx.principal` for hooks and tools).
    */
-  readonly agent: (threadId: string) => Agent | Promise<Agent>;
+  readonly agent: (threadId: string, principal: Principal) => Agent | Promise<Agent>;
   /** Lists threads for `GET /threads` (without it, the threads whose agent is in memory). */
   readonly checkpointer?: Checkpointer | undefined;
   /**
@@ -62,7 +65,7 @@ export interface AgentServer extends HttpAgentServer {
   /** @internal The registry, for the Node adapters. */
   readonly registry: RunRegistry;
   /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
-  readonly openRunStream: (runId: string, lastEventId: string | null) => FrameReader;
+  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => FrameReader;
 }
 
 /**
@@ -89,50 +92,57 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     maxAgents: options.maxAgents ?? 1000,
   });
 
-  async function startRun(request: Request, threadId: string): Promise<Response> {
+  async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     const input = (body as { input?: unknown } | null)?.input;
     if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await registry.start(threadId, (agent, runOptions) =>
+    const runId = await registry.start(threadId, principal, (agent, runOptions) =>
       agent.prompt$(input as string | Message | readonly Message[], runOptions),
     );
     return json(201, { runId, threadId });
   }
 
   /** The AI SDK's `DefaultChatTransport` request: the chat id is the thread, the last user message the prompt. */
-  async function chat(request: Request): Promise<Response> {
+  async function chat(principal: Principal, request: Request): Promise<Response> {
     const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    const runId = await registry.start(threadId, principal, (agent, runOptions) => agent.prompt$(text, runOptions));
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
   }
 
   /** AG-UI's `RunAgentInput` (CopilotKit's `HttpAgent`): the run's AG-UI events; the client leaving cancels it. */
-  async function agUi(request: Request): Promise<Response> {
+  async function agUi(principal: Principal, request: Request): Promise<Response> {
     const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    const runId = await registry.start(threadId, principal, (agent, runOptions) => agent.prompt$(text, runOptions));
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
     return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));
   }
 
   /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
-  function resumeChat(threadId: string): Response {
+  function resumeChat(_principal: Principal, threadId: string): Response {
     const active = registry.activeRun(threadId);
     if (active === undefined) return new Response(null, { status: 204 });
     return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
   }
 
-  async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
+  async function answerApproval(
+    principal: Principal,
+    request: Request,
+    threadId: string,
+    requestId: string,
+  ): Promise<Response> {
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.respond$(requestId, answer, runOptions));
+    const runId = await registry.start(threadId, principal, (agent, runOptions) =>
+      agent.respond$(requestId, answer, runOptions),
+    );
     return json(200, { runId, threadId });
   }
 
-  async function getThread(threadId: string): Promise<Response> {
-    const agent = await registry.agentFor(threadId);
+  async function getThread(principal: Principal, threadId: string): Promise<Response> {
+    const agent = await registry.agentFor(threadId, principal);
     // A run that has started but not emitted yet makes restore() busy: the thread is restored by then anyway.
     if (registry.activeRun(threadId) === undefined) {
       await agent.restore().catch((error: unknown) => {
@@ -150,7 +160,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     });
   }
 
-  async function listThreads(url: URL): Promise<Response> {
+  async function listThreads(_principal: Principal, url: URL): Promise<Response> {
     if (options.checkpointer === undefined) {
       return json(200, { threads: registry.cachedThreads().map((threadId) => ({ threadId })) });
     }
@@ -163,13 +173,13 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     return json(200, { threads });
   }
 
-  function cancelRun(runId: string): Response {
+  function cancelRun(_principal: Principal, runId: string): Response {
     if (registry.log(runId) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
     return json(202, { runId, cancelled: registry.cancel(runId) });
   }
 
   /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run, 410 when gone. */
-  function openRunStream(runId: string, lastEventId: string | null): FrameReader {
+  function openRunStream(runId: string, lastEventId: string | null, _principal: Principal): FrameReader {
     const log = registry.log(runId);
     if (log === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
     const after = resumePosition(lastEventId);
@@ -181,9 +191,9 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     }
   }
 
-  function streamRun(request: Request, url: URL, runId: string): Response {
+  function streamRun(principal: Principal, request: Request, url: URL, runId: string): Response {
     return sseStreamResponse(
-      openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after')),
+      openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
     );
   }
 
@@ -203,6 +213,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   return {
     fetch: fetchHandler,
     close: () => registry.close(),
+    metrics: () => settings.access.metrics(),
     registry,
     settings,
     openRunStream,
@@ -212,7 +223,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
 function resolveSettings(options: AgentServerOptions): ServerSettings {
   if (typeof options !== 'object' || options === null || typeof options.agent !== 'function') {
-    throw new ConfigurationError('createAgentServer: `agent` must be a function (threadId) => Agent');
+    throw new ConfigurationError('createAgentServer: `agent` must be a function (threadId, principal) => Agent');
   }
   positiveOption('createAgentServer', 'flushMs', options.flushMs, 0);
   positiveOption('createAgentServer', 'retentionMs', options.retentionMs, 0);
