@@ -6,7 +6,7 @@
  */
 import type { Agent } from '../agent/agent.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
-import { AgentBusyError, ConfigurationError } from '../types/errors.js';
+import { AgentBusyError, ConfigurationError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import type { Principal } from '../types/principal.js';
@@ -19,7 +19,9 @@ import {
 } from './front-end-protocols.js';
 import { FrameReader, ResumeGoneError } from './frame-pump.js';
 import { HttpError, json, readJsonBody } from './http.js';
+import { createOwnership } from './ownership.js';
 import { RunRegistry } from './run-registry.js';
+import { threadOwners } from './thread-owners.js';
 import {
   checkThread,
   corsPolicy,
@@ -65,7 +67,7 @@ export interface AgentServer extends HttpAgentServer {
   /** @internal The registry, for the Node adapters. */
   readonly registry: RunRegistry;
   /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
-  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => FrameReader;
+  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => Promise<FrameReader>;
 }
 
 /**
@@ -92,11 +94,15 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     maxAgents: options.maxAgents ?? 1000,
   });
 
+  const owners = threadOwners(options.checkpointer);
+  const ownership = createOwnership(settings.access, owners, options.checkpointer);
+
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     const input = (body as { input?: unknown } | null)?.input;
     if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await registry.start(threadId, principal, (agent, runOptions) =>
+    const owner = await ownership.claim(principal, 'start_run', threadId);
+    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
       agent.prompt$(input as string | Message | readonly Message[], runOptions),
     );
     return json(201, { runId, threadId });
@@ -106,7 +112,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function chat(principal: Principal, request: Request): Promise<Response> {
     const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const runId = await registry.start(threadId, principal, (agent, runOptions) => agent.prompt$(text, runOptions));
+    const owner = await ownership.claim(principal, 'chat', threadId);
+    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
+      agent.prompt$(text, runOptions),
+    );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
   }
@@ -115,14 +124,21 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function agUi(principal: Principal, request: Request): Promise<Response> {
     const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const runId = await registry.start(threadId, principal, (agent, runOptions) => agent.prompt$(text, runOptions));
+    const owner = await ownership.claim(principal, 'ag_ui', threadId);
+    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
+      agent.prompt$(text, runOptions),
+    );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
     return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));
   }
 
   /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
-  function resumeChat(_principal: Principal, threadId: string): Response {
+  async function resumeChat(principal: Principal, threadId: string): Promise<Response> {
+    // A thread the caller may not read answers as one with no active run.
+    if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
+      return new Response(null, { status: 204 });
+    }
     const active = registry.activeRun(threadId);
     if (active === undefined) return new Response(null, { status: 204 });
     return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
@@ -135,13 +151,20 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     requestId: string,
   ): Promise<Response> {
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
-    const runId = await registry.start(threadId, principal, (agent, runOptions) =>
+    // A thread the caller may not answer on is answered as one without that request (nothing is applied).
+    const allowed = await ownership.onThread(principal, 'answer_approval', threadId);
+    if (allowed === undefined) throw new StaleApprovalError(requestId, 'unknown');
+    const runId = await registry.start(threadId, principal, allowed.owner, (agent, runOptions) =>
       agent.respond$(requestId, answer, runOptions),
     );
     return json(200, { runId, threadId });
   }
 
   async function getThread(principal: Principal, threadId: string): Promise<Response> {
+    // A thread the caller may not read answers exactly as one that does not exist: empty, nothing active.
+    if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
+      return json(200, { threadId, messages: [], pending: [], activeRunId: null });
+    }
     const agent = await registry.agentFor(threadId, principal);
     // A run that has started but not emitted yet makes restore() busy: the thread is restored by then anyway.
     if (registry.activeRun(threadId) === undefined) {
@@ -160,26 +183,27 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     });
   }
 
-  async function listThreads(_principal: Principal, url: URL): Promise<Response> {
-    if (options.checkpointer === undefined) {
-      return json(200, { threads: registry.cachedThreads().map((threadId) => ({ threadId })) });
-    }
-    const limit = url.searchParams.get('limit');
-    const after = url.searchParams.get('after');
-    const threads = await options.checkpointer.listThreads({
-      ...(limit !== null ? { limit: Number(limit) } : {}),
-      ...(after !== null ? { after } : {}),
-    });
-    return json(200, { threads });
+  async function listThreads(principal: Principal, url: URL): Promise<Response> {
+    return json(200, await ownership.list(principal, url, () => registry.cachedThreads()));
   }
 
-  function cancelRun(_principal: Principal, runId: string): Response {
-    if (registry.log(runId) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+  async function cancelRun(principal: Principal, runId: string): Promise<Response> {
+    const run = registry.runInfo(runId);
+    if (run === undefined || !(await ownership.onRun(principal, 'cancel_run', run))) {
+      throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    }
     return json(202, { runId, cancelled: registry.cancel(runId) });
   }
 
-  /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run, 410 when gone. */
-  function openRunStream(runId: string, lastEventId: string | null, _principal: Principal): FrameReader {
+  /**
+   * A reader of the run's frames after `Last-Event-ID` (or `?after=`) for `principal`: 404 for an unknown run or one
+   * it may not watch (the same answer), 410 when gone.
+   */
+  async function openRunStream(runId: string, lastEventId: string | null, principal: Principal): Promise<FrameReader> {
+    const run = registry.runInfo(runId);
+    if (run === undefined || !(await ownership.onRun(principal, 'watch_run', run))) {
+      throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
+    }
     const log = registry.log(runId);
     if (log === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
     const after = resumePosition(lastEventId);
@@ -191,9 +215,9 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     }
   }
 
-  function streamRun(principal: Principal, request: Request, url: URL, runId: string): Response {
+  async function streamRun(principal: Principal, request: Request, url: URL, runId: string): Promise<Response> {
     return sseStreamResponse(
-      openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
+      await openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
     );
   }
 

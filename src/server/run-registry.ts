@@ -28,6 +28,8 @@ interface ServedRun {
   readonly controller: AbortController;
   /** How many messages the thread had when the run started: the run's own messages come after. */
   readonly baseCount: number;
+  /** The thread's owner when the run started: the run is theirs. */
+  readonly owner: string | null;
 }
 
 /** @internal */
@@ -59,6 +61,14 @@ export class RunRegistry {
     return agent;
   }
 
+  /** The run's thread and owner (live, or ended and still retained). */
+  runInfo(
+    runId: string,
+  ): { readonly runId: string; readonly threadId: string; readonly owner: string | null } | undefined {
+    const served = this.runs.get(runId);
+    return served === undefined ? undefined : { runId, threadId: served.log.threadId, owner: served.owner };
+  }
+
   /** The log of a run (live, or ended and still retained). */
   log(runId: string): RunLog | undefined {
     return this.runs.get(runId)?.log;
@@ -84,6 +94,7 @@ export class RunRegistry {
   async start(
     threadId: string,
     principal: Principal,
+    owner: string | null,
     open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
   ): Promise<string | null> {
     if (this.closed) throw new AgentBusyError('the server is closing');
@@ -113,7 +124,7 @@ export class RunRegistry {
           next: (event) => {
             seq = event.seq;
             if (served === undefined) {
-              served = { log: new RunLog(event.runId, threadId, { maxFrames }), controller, baseCount };
+              served = { log: new RunLog(event.runId, threadId, { maxFrames }), controller, baseCount, owner };
               this.runs.set(event.runId, served);
               this.activeByThread.set(threadId, event.runId);
               resolve(event.runId);
