@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jwtAuthenticator, type JsonWebKeySet, type Jwk } from 'cubepi/server';
 
+type CryptoKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+
 const SECRET = 'a-shared-secret-of-32-characters';
 const now = () => Math.floor(Date.now() / 1000);
 
