@@ -8,7 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, defineTool } from 'cubepi';
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
-import { attachWebSocket, bearerToken, createQueueServer, toNodeListener, type QueueServer } from 'cubepi/server';
+import {
+  attachWebSocket,
+  bearerToken,
+  createQueueServer,
+  toNodeListener,
+  type AccessDenied,
+  type QueueServer,
+} from 'cubepi/server';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { createRunQueue, startWorker, type RunQueue, type RunWorker } from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
@@ -28,6 +35,7 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
   let http: Server;
   let harness: Harness;
   const toolSaw: string[] = [];
+  const denied: AccessDenied[] = [];
 
   beforeAll(async () => {
     schema = uniqueSchema('qacl');
@@ -68,6 +76,7 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
       checkpointer,
       heartbeatMs: 1000,
       authenticate: bearerToken({ [TOKENS.alice]: 'alice', [TOKENS.bob]: 'bob' }),
+      onAccessDenied: (event) => denied.push(event),
     });
     http = createServer(toNodeListener(server));
     await attachWebSocket(http, server);
@@ -131,6 +140,21 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
     },
     30_000,
   );
+
+  it('counted and reported every denial of the matrix, never message content', () => {
+    const metrics = harness.metrics();
+    expect(metrics.unauthenticated).toBe(denied.filter((d) => d.status === 401).length);
+    expect(metrics.forbidden).toBe(denied.filter((d) => d.status === 404).length);
+    expect(metrics.forbidden).toBeGreaterThan(0);
+    const actions = new Set(denied.map((d) => d.action));
+    for (const action of ['start_run', 'read_thread', 'watch_run', 'cancel_run', 'answer_approval']) {
+      expect(actions).toContain(action);
+    }
+    for (const event of denied.filter((d) => d.status === 404)) {
+      expect(event).toMatchObject({ principal: { id: 'bob' }, resource: { owner: 'alice' } });
+    }
+    expect(JSON.stringify(denied)).not.toMatch(/hello|ask please|word1/);
+  });
 
   it('stores the owner and principal with each run; the worker passes the principal to the factory and tools', async () => {
     const alt = createQueueServer({
