@@ -103,6 +103,8 @@ export interface RemoteThreadInfo {
   readonly createdAt?: number;
   readonly updatedAt?: number;
   readonly cursor?: string;
+  /** The owner's principal id, for an owned thread (the server lists only threads the caller may see). */
+  readonly owner?: string;
 }
 
 /** The URL of a run's events on the server at `baseUrl`, for {@link fromAgentEvents}. */

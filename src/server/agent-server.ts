@@ -8,6 +8,7 @@ import type { Agent } from '../agent/agent.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
+import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
   protocolStreamResponse,
@@ -17,7 +18,9 @@ import {
 } from './front-end-protocols.js';
 import { FrameReader, ResumeGoneError } from './frame-pump.js';
 import { HttpError, json, readJsonBody } from './http.js';
+import { createOwnership } from './ownership.js';
 import { RunRegistry } from './run-registry.js';
+import { threadOwners } from './thread-owners.js';
 import { userInput } from './user-input.js';
 import {
   checkThread,
@@ -35,10 +38,12 @@ import {
 /** Options of {@link createAgentServer}. */
 export interface AgentServerOptions extends ServingOptions {
   /**
-   * The agent of a thread: called once per thread id (then kept; see `maxAgents`). Give it a checkpointer and that
-   * `threadId` so the thread survives restarts and eviction.
+   * The agent of a thread: called once per thread id (then kept; see `maxAgents`) with the principal of the request
+   * that first needs it (the thread's owner, under the default `authorize`). Give it a checkpointer and that
+   * `threadId` so the thread survives restarts and eviction. Every run also gets the caller's principal in its run
+   * options (`ctx.principal` for hooks and tools).
    */
-  readonly agent: (threadId: string) => Agent | Promise<Agent>;
+  readonly agent: (threadId: string, principal: Principal) => Agent | Promise<Agent>;
   /** Lists threads for `GET /threads` (without it, the threads whose agent is in memory). */
   readonly checkpointer?: Checkpointer | undefined;
   /**
@@ -72,7 +77,7 @@ export interface AgentServer extends HttpAgentServer {
   /** @internal The registry, for the Node adapters. */
   readonly registry: RunRegistry;
   /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
-  readonly openRunStream: (runId: string, lastEventId: string | null) => FrameReader;
+  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => Promise<FrameReader>;
 }
 
 /**
@@ -101,44 +106,69 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     maxRetainedBytes: options.maxRetainedBytes ?? 64 * 1_048_576,
   });
 
-  async function startRun(request: Request, threadId: string): Promise<Response> {
+  const owners = threadOwners(options.checkpointer);
+  const ownership = createOwnership(settings.access, owners, options.checkpointer);
+
+  async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
+    // User content only, checked before anything is claimed or stored (400 otherwise).
     const input = userInput((body as { input?: unknown } | null)?.input);
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(input, runOptions));
+    const owner = await ownership.claim(principal, 'start_run', threadId);
+    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
+      agent.prompt$(input, runOptions),
+    );
     return json(201, { runId, threadId });
   }
 
   /** The AI SDK's `DefaultChatTransport` request: the chat id is the thread, the last user message the prompt. */
-  async function chat(request: Request): Promise<Response> {
+  async function chat(principal: Principal, request: Request): Promise<Response> {
     const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    const owner = await ownership.claim(principal, 'chat', threadId);
+    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
+      agent.prompt$(text, runOptions),
+    );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
   }
 
   /** AG-UI's `RunAgentInput` (CopilotKit's `HttpAgent`): the run's AG-UI events; the client leaving cancels it. */
-  async function agUi(request: Request): Promise<Response> {
+  async function agUi(principal: Principal, request: Request): Promise<Response> {
     const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    const owner = await ownership.claim(principal, 'ag_ui', threadId);
+    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
+      agent.prompt$(text, runOptions),
+    );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
     return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));
   }
 
   /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
-  function resumeChat(threadId: string): Response {
+  async function resumeChat(principal: Principal, threadId: string): Promise<Response> {
+    // A thread the caller may not read answers as one with no active run.
+    if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
+      return new Response(null, { status: 204 });
+    }
     const active = registry.activeRun(threadId);
     if (active === undefined) return new Response(null, { status: 204 });
     return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
   }
 
-  async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
+  async function answerApproval(
+    principal: Principal,
+    request: Request,
+    threadId: string,
+    requestId: string,
+  ): Promise<Response> {
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
+    // A thread the caller may not answer on is answered as one without that request (nothing is applied).
+    const allowed = await ownership.onThread(principal, 'answer_approval', threadId);
+    if (allowed === undefined) throw new StaleApprovalError(requestId, 'unknown');
     let answered: Agent | undefined;
     try {
-      const runId = await registry.start(threadId, (agent, runOptions) => {
+      const runId = await registry.start(threadId, principal, allowed.owner, (agent, runOptions) => {
         answered = agent;
         return agent.respond$(requestId, answer, runOptions);
       });
@@ -153,8 +183,12 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     }
   }
 
-  async function getThread(threadId: string): Promise<Response> {
-    const agent = await registry.agentFor(threadId);
+  async function getThread(principal: Principal, threadId: string): Promise<Response> {
+    // A thread the caller may not read answers exactly as one that does not exist: empty, nothing active.
+    if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
+      return json(200, { threadId, messages: [], pending: [], activeRunId: null });
+    }
+    const agent = await registry.agentFor(threadId, principal);
     // A run that has started but not emitted yet makes restore() busy: the thread is restored by then anyway.
     if (registry.activeRun(threadId) === undefined) {
       await agent.restore().catch((error: unknown) => {
@@ -172,26 +206,27 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     });
   }
 
-  async function listThreads(url: URL): Promise<Response> {
-    if (options.checkpointer === undefined) {
-      return json(200, { threads: registry.cachedThreads().map((threadId) => ({ threadId })) });
-    }
-    const limit = url.searchParams.get('limit');
-    const after = url.searchParams.get('after');
-    const threads = await options.checkpointer.listThreads({
-      ...(limit !== null ? { limit: Number(limit) } : {}),
-      ...(after !== null ? { after } : {}),
-    });
-    return json(200, { threads });
+  async function listThreads(principal: Principal, url: URL): Promise<Response> {
+    return json(200, await ownership.list(principal, url, () => registry.cachedThreads()));
   }
 
-  function cancelRun(runId: string): Response {
-    if (registry.log(runId) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+  async function cancelRun(principal: Principal, runId: string): Promise<Response> {
+    const run = registry.runInfo(runId);
+    if (run === undefined || !(await ownership.onRun(principal, 'cancel_run', run))) {
+      throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    }
     return json(202, { runId, cancelled: registry.cancel(runId) });
   }
 
-  /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run, 410 when gone. */
-  function openRunStream(runId: string, lastEventId: string | null): FrameReader {
+  /**
+   * A reader of the run's frames after `Last-Event-ID` (or `?after=`) for `principal`: 404 for an unknown run or one
+   * it may not watch (the same answer), 410 when gone.
+   */
+  async function openRunStream(runId: string, lastEventId: string | null, principal: Principal): Promise<FrameReader> {
+    const run = registry.runInfo(runId);
+    if (run === undefined || !(await ownership.onRun(principal, 'watch_run', run))) {
+      throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
+    }
     const log = registry.log(runId);
     if (log === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
     const after = resumePosition(lastEventId);
@@ -203,9 +238,9 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     }
   }
 
-  function streamRun(request: Request, url: URL, runId: string): Response {
+  async function streamRun(principal: Principal, request: Request, url: URL, runId: string): Promise<Response> {
     return sseStreamResponse(
-      openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after')),
+      await openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
     );
   }
 
@@ -225,6 +260,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   return {
     fetch: fetchHandler,
     close: () => registry.close(),
+    metrics: () => settings.access.metrics(),
     registry,
     settings,
     openRunStream,
@@ -234,7 +270,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
 function resolveSettings(options: AgentServerOptions): ServerSettings {
   if (typeof options !== 'object' || options === null || typeof options.agent !== 'function') {
-    throw new ConfigurationError('createAgentServer: `agent` must be a function (threadId) => Agent');
+    throw new ConfigurationError('createAgentServer: `agent` must be a function (threadId, principal) => Agent');
   }
   positiveOption('createAgentServer', 'flushMs', options.flushMs, 0);
   positiveOption('createAgentServer', 'retentionMs', options.retentionMs, 0);

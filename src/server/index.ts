@@ -14,5 +14,22 @@ export {
   type ServedRunQueue,
 } from './queue-server.js';
 export type { HttpAgentServer, ServingOptions } from './routes.js';
+export {
+  ownerOnly,
+  type AccessAction,
+  type AccessDenied,
+  type AccessMetrics,
+  type AccessResource,
+  type Authenticator,
+  type Authorize,
+} from './access.js';
+export { bearerToken } from './auth.js';
+export {
+  jwtAuthenticator,
+  type JsonWebKeySet,
+  type Jwk,
+  type JwtAuthenticatorOptions,
+  type JwtKeys,
+} from './jwt-authenticator.js';
 export { attachWebSocket, toNodeListener, type WebSocketOptions } from './node.js';
 export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

@@ -5,12 +5,12 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { isAuthorized } from './auth.js';
 import { jsonOf, sseChunk, type RunStreamReader } from './frame-pump.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
+import type { Principal } from '../types/principal.js';
 import { requestBody, settleUnreadBody } from './request-body.js';
 import { checkHost, checkOrigin } from './request-guards.js';
-import type { HttpAgentServer } from './routes.js';
+import { isOwnFetch, type HttpAgentServer } from './routes.js';
 import type { WebSocket } from 'ws';
 
 /**
@@ -33,8 +33,9 @@ export function toNodeListener(server: HttpAgentServer): (req: IncomingMessage, 
 }
 
 async function serve(server: HttpAgentServer, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  // The fan-out route, served straight on the socket: no Request, Headers, Response or stream per watcher.
-  if (req.method === 'GET') {
+  // The fan-out route, served straight on the socket: no Request, Headers, Response or stream per watcher. Only for
+  // the server's own `fetch`: one an application wrapped (to deny a caller) must see every request.
+  if (req.method === 'GET' && isOwnFetch(Reflect.get(server, 'fetch'))) {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const { basePath } = server.settings;
     const match = url.pathname.startsWith(basePath) ? RUN_EVENTS.exec(url.pathname.slice(basePath.length)) : null;
@@ -89,9 +90,7 @@ async function serveRunEvents(
   let reader: RunStreamReader;
   try {
     checkHost(req.headers.host, server.settings.hosts);
-    if (!(await isAuthorized(req.headers.authorization ?? null, url, server.settings.authToken))) {
-      throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
-    }
+    const principal = await server.settings.access.authenticate(headRequest(req));
     let runId: string;
     try {
       runId = decodeURIComponent(segment);
@@ -102,6 +101,7 @@ async function serveRunEvents(
     reader = await server.openRunStream(
       runId,
       (Array.isArray(lastEventId) ? lastEventId[0] : lastEventId) ?? url.searchParams.get('after'),
+      principal,
     );
   } catch (error) {
     const response = errorResponse(error);
@@ -125,6 +125,23 @@ async function serveRunEvents(
     res.off('close', stop);
     if (!res.destroyed) res.end();
   }
+}
+
+/**
+ * The request's method, URL and headers as a Fetch `Request` without a body: what `authenticate` is given on the
+ * paths that do not go through the server's `fetch` (the fan-out route, WebSocket upgrades), so they decide alike.
+ */
+function headRequest(req: IncomingMessage): Request {
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+  const path = req.url ?? '/';
+  let url: string;
+  try {
+    url = new URL(path, `http://${req.headers.host ?? 'localhost'}`).href;
+  } catch {
+    url = new URL(path, 'http://localhost').href;
+  }
+  return new Request(url, { method: 'GET', headers });
 }
 
 /** Resolves when `res` can take more (`drain`) or is gone (`close`), leaving no listener behind. */
@@ -151,6 +168,7 @@ const RUN_EVENTS = /^\/runs\/([^/]+)\/events$/;
 /** The reason phrases of the statuses an upgrade is refused with. */
 const REASONS: Readonly<Record<number, string>> = {
   400: 'Bad Request',
+  401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
   410: 'Gone',
@@ -175,7 +193,7 @@ export async function attachWebSocket(
   const { WebSocketServer } = await import('ws');
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
   const highWaterMark = options.highWaterMark ?? 1_048_576;
-  const { basePath, authToken } = server.settings;
+  const { basePath, access } = server.settings;
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     // A client that resets mid-handshake must not end the process (a socket without an 'error' listener throws).
     socket.on('error', () => socket.destroy());
@@ -202,12 +220,24 @@ export async function attachWebSocket(
       } catch {
         return refuse(403, 'Forbidden');
       }
-      if (!(await isAuthorized(req.headers.authorization ?? null, url, authToken))) return refuse(401, 'Unauthorized');
+      let principal: Principal;
+      try {
+        principal = await access.authenticate(headRequest(req));
+      } catch {
+        return refuse(401, 'Unauthorized');
+      }
       // A WebSocket is not subject to CORS: the page of any origin may open one, so its Origin is checked here.
       try {
         checkOrigin(req.headers.origin, req.headers.host, server.corsFor(req.headers.origin ?? null) !== undefined);
       } catch {
         return refuse(403, 'Forbidden');
+      }
+      // A `fetch` the application wrapped decides too: the same path over SSE must be one it answers with 200.
+      if (!isOwnFetch(Reflect.get(server, 'fetch'))) {
+        const response = await server.fetch(headRequest(req)).catch(() => undefined);
+        await response?.body?.cancel().catch(() => undefined);
+        if (response?.status !== 200)
+          return refuse(response?.status ?? 500, REASONS[response?.status ?? 500] ?? 'Error');
       }
       let runId: string;
       try {
@@ -217,7 +247,7 @@ export async function attachWebSocket(
       }
       let reader: RunStreamReader;
       try {
-        reader = await server.openRunStream(runId, url.searchParams.get('after'));
+        reader = await server.openRunStream(runId, url.searchParams.get('after'), principal);
       } catch (error) {
         if (error instanceof HttpError) return refuse(error.status, REASONS[error.status] ?? 'Error');
         return refuse(500, 'Internal Server Error');

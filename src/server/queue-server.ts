@@ -11,9 +11,12 @@ import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { ConfigurationError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
+import type { Principal } from '../types/principal.js';
 import type { WireFrame } from '../wire/frames.js';
 import { HttpError, json, readJsonBody } from './http.js';
 import { ObservedFrameReader } from './observed-frame-reader.js';
+import { createOwnership } from './ownership.js';
+import { threadOwners } from './thread-owners.js';
 import { userInput } from './user-input.js';
 import {
   corsPolicy,
@@ -27,11 +30,23 @@ import {
 
 /** What the queue server enqueues: a prompt, or the answer to an approval request (`RunQueue.enqueue`'s request). */
 export type QueueRunRequest =
-  | { readonly threadId: string; readonly agent: string; readonly input: string | Message | readonly Message[] }
+  | {
+      readonly threadId: string;
+      readonly agent: string;
+      readonly input: string | Message | readonly Message[];
+      /** Who the run acts for: stored with the run, passed by the worker in its run options. */
+      readonly principal?: Principal | undefined;
+      /** Whose the run is: the thread owner's `Principal.id` (`null`: an unowned thread). */
+      readonly owner?: string | null | undefined;
+    }
   | {
       readonly threadId: string;
       readonly agent: string;
       readonly respond: { readonly requestId: string; readonly answer: ApprovalAnswer };
+      /** Who the run acts for: stored with the run, passed by the worker in its run options. */
+      readonly principal?: Principal | undefined;
+      /** Whose the run is: the thread owner's `Principal.id` (`null`: an unowned thread). */
+      readonly owner?: string | null | undefined;
     };
 
 /**
@@ -45,8 +60,20 @@ export interface ServedRunQueue {
   cancel(runId: string, reason?: string): Promise<boolean>;
   /** The run's frames after `after` (replay, then the live tail), its terminal frame last. Cold. */
   frames(runId: string, options?: { readonly after?: number | undefined }): Observable<WireFrame>;
-  /** The run, or `undefined` for an unknown id; `status: 'ended'` once it ended (then a resume past its end is 204). */
-  run(runId: string): Promise<{ readonly runId: string; readonly status?: string | undefined } | undefined>;
+  /**
+   * The run, or `undefined` for an unknown id; with its thread and owner (`RunQueue.run` gives both: the server checks
+   * the owner before a watch or a cancel, and treats a run without one as unowned), and `status: 'ended'` once it
+   * ended (then a resume past its end is 204).
+   */
+  run(runId: string): Promise<
+    | {
+        readonly runId: string;
+        readonly threadId?: string | undefined;
+        readonly owner?: string | null | undefined;
+        readonly status?: string | undefined;
+      }
+    | undefined
+  >;
   /**
    * The thread's oldest run that has not ended; `baseCount` (the thread's messages when it started) once a worker
    * started it.
@@ -94,21 +121,34 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   const readers = new Set<ObservedFrameReader>();
   let closed = false;
 
+  const owners = threadOwners(checkpointer);
+  const ownership = createOwnership(settings.access, owners, checkpointer);
+
   const checkOpen = () => {
     if (closed) throw new HttpError(503, 'closing', 'the server is closing');
   };
 
-  async function startRun(request: Request, threadId: string): Promise<Response> {
+  async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     checkOpen();
     const body = await readJsonBody(request, settings.maxBodyBytes);
+    // User content only, checked before anything is claimed or queued (400 otherwise).
     const input = userInput((body as { input?: unknown } | null)?.input);
-    const runId = await queue.enqueue({ threadId, agent, input });
+    const owner = await ownership.claim(principal, 'start_run', threadId);
+    const runId = await queue.enqueue({ threadId, agent, input, principal, owner });
     return json(201, { runId, threadId });
   }
 
-  async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
+  async function answerApproval(
+    principal: Principal,
+    request: Request,
+    threadId: string,
+    requestId: string,
+  ): Promise<Response> {
     checkOpen();
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
+    // A thread the caller may not answer on is answered as one without that request (nothing is queued).
+    const allowed = await ownership.onThread(principal, 'answer_approval', threadId);
+    if (allowed === undefined) throw new StaleApprovalError(requestId, 'unknown');
     // With no run ahead of it, the stored approvals are the truth: a stale answer is refused here, as in process.
     // Behind a run, the request may not be stored yet (that run is suspending): the answer's own run decides.
     if ((await queue.activeRun(threadId)) === undefined) {
@@ -116,7 +156,13 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       if (request === undefined) throw new StaleApprovalError(requestId, 'unknown');
       if (request.answer !== undefined) throw new StaleApprovalError(requestId, 'answered');
     }
-    const runId = await queue.enqueue({ threadId, agent, respond: { requestId, answer } });
+    const runId = await queue.enqueue({
+      threadId,
+      agent,
+      respond: { requestId, answer },
+      principal,
+      owner: allowed.owner,
+    });
     return json(200, { runId, threadId });
   }
 
@@ -129,7 +175,11 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     return decodeStoredExtra(stored.extra).approvals?.requests ?? [];
   }
 
-  async function getThread(threadId: string): Promise<Response> {
+  async function getThread(principal: Principal, threadId: string): Promise<Response> {
+    // A thread the caller may not read answers exactly as one that does not exist: empty, nothing active.
+    if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
+      return json(200, { threadId, messages: [], pending: [], activeRunId: null });
+    }
     // The history up to the active run, read between two looks at that run: when both see the same run (or none), the
     // stored messages were read while it was the thread's active run, so its `baseCount` cuts them where it began.
     for (let attempt = 0; ; attempt++) {
@@ -151,17 +201,27 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     }
   }
 
-  async function listThreads(url: URL): Promise<Response> {
-    const limit = url.searchParams.get('limit');
-    const after = url.searchParams.get('after');
-    const threads = await checkpointer.listThreads({
-      ...(limit !== null ? { limit: Number(limit) } : {}),
-      ...(after !== null ? { after } : {}),
-    });
-    return json(200, { threads });
+  async function listThreads(principal: Principal, url: URL): Promise<Response> {
+    return json(200, await ownership.list(principal, url, () => []));
   }
 
-  async function cancelRun(runId: string): Promise<Response> {
+  /** Resolves when `principal` may do `action` on the run; rejects with 404 (as for a missing run) otherwise. */
+  /** The run, when the caller may `action` it; else 404 `unknown_run`, exactly as for a run that does not exist. */
+  async function ownedRun(
+    principal: Principal,
+    action: 'watch_run' | 'cancel_run',
+    runId: string,
+  ): Promise<NonNullable<Awaited<ReturnType<ServedRunQueue['run']>>>> {
+    const run = await queue.run(runId);
+    const owned = run === undefined ? undefined : { runId, threadId: run.threadId, owner: run.owner ?? null };
+    if (run === undefined || owned === undefined || !(await ownership.onRun(principal, action, owned))) {
+      throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    }
+    return run;
+  }
+
+  async function cancelRun(principal: Principal, runId: string): Promise<Response> {
+    await ownedRun(principal, 'cancel_run', runId);
     try {
       return json(202, { runId, cancelled: await queue.cancel(runId, 'cancelled by a client') });
     } catch (error) {
@@ -171,11 +231,14 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   }
 
   /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run. */
-  async function openRunStream(runId: string, lastEventId: string | null): Promise<ObservedFrameReader> {
+  async function openRunStream(
+    runId: string,
+    lastEventId: string | null,
+    principal: Principal,
+  ): Promise<ObservedFrameReader> {
     checkOpen();
     const after = resumePosition(lastEventId);
-    const run = await queue.run(runId);
-    if (run === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    const run = await ownedRun(principal, 'watch_run', runId);
     checkOpen();
     const reader: ObservedFrameReader = new ObservedFrameReader(
       queue.frames(runId, { after }),
@@ -189,9 +252,9 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     return reader;
   }
 
-  async function streamRun(request: Request, url: URL, runId: string): Promise<Response> {
+  async function streamRun(principal: Principal, request: Request, url: URL, runId: string): Promise<Response> {
     const lastEventId = request.headers.get('last-event-id') ?? url.searchParams.get('after');
-    return sseStreamResponse(await openRunStream(runId, lastEventId));
+    return sseStreamResponse(await openRunStream(runId, lastEventId, principal));
   }
 
   const notServed = (route: string) => async (): Promise<Response> => {
@@ -219,6 +282,7 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       closed = true;
       for (const reader of [...readers]) reader.stop();
     },
+    metrics: () => settings.access.metrics(),
     settings,
     openRunStream,
     corsFor,

@@ -9,13 +9,14 @@ import type { RunOptions } from '../agent/agent-options.js';
 import { numberEvents } from '../../operators/number-events.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
 import { AgentBusyError } from '../types/errors.js';
+import type { Principal } from '../types/principal.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { toWireError, type WireError } from '../wire/frames.js';
 import { RunLog } from './run-log.js';
 
 /** What the registry needs from the server's options. */
 export interface RunRegistryOptions {
-  readonly agent: (threadId: string) => Agent | Promise<Agent>;
+  readonly agent: (threadId: string, principal: Principal) => Agent | Promise<Agent>;
   readonly flushMs: number;
   readonly maxFrames: number;
   readonly retentionMs: number;
@@ -31,6 +32,8 @@ interface ServedRun {
   readonly controller: AbortController;
   /** How many messages the thread had when the run started: the run's own messages come after. */
   readonly baseCount: number;
+  /** The thread's owner when the run started: the run is theirs. */
+  readonly owner: string | null;
 }
 
 /** @internal */
@@ -48,10 +51,10 @@ export class RunRegistry {
   constructor(private readonly options: RunRegistryOptions) {}
 
   /** The agent of `threadId`, created once (then kept while the cache has room; see `maxAgents`). */
-  agentFor(threadId: string): Promise<Agent> {
+  agentFor(threadId: string, principal: Principal): Promise<Agent> {
     let agent = this.agents.get(threadId);
     if (agent === undefined) {
-      agent = Promise.resolve().then(() => this.options.agent(threadId));
+      agent = Promise.resolve().then(() => this.options.agent(threadId, principal));
       // A factory that failed is asked again next time.
       agent.catch(() => this.agents.delete(threadId));
       this.agents.set(threadId, agent);
@@ -62,6 +65,14 @@ export class RunRegistry {
       this.agents.set(threadId, agent);
     }
     return agent;
+  }
+
+  /** The run's thread and owner (live, or ended and still retained). */
+  runInfo(
+    runId: string,
+  ): { readonly runId: string; readonly threadId: string; readonly owner: string | null } | undefined {
+    const served = this.runs.get(runId);
+    return served === undefined ? undefined : { runId, threadId: served.log.threadId, owner: served.owner };
   }
 
   /** The log of a run (live, or ended and still retained). */
@@ -82,19 +93,21 @@ export class RunRegistry {
   }
 
   /**
-   * Starts the run `start` opens on the thread's agent, coalesced and numbered, and resolves with its run id once its
+   * Starts the run `start` opens on the thread's agent for `principal` (in its run options), coalesced and numbered, and resolves with its run id once its
    * first event is logged — or with `null` when the Observable completes with no event (an approval that was not the
    * last of its batch). Rejects with the run's error when it fails before its first event (a busy agent, bad input).
    */
   async start(
     threadId: string,
+    principal: Principal,
+    owner: string | null,
     open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
   ): Promise<string | null> {
     if (this.closed) throw new AgentBusyError('the server is closing');
     const active = this.activeByThread.get(threadId);
     if (active !== undefined)
       throw new AgentBusyError(`thread ${JSON.stringify(threadId)} has an active run: ${active}`);
-    const agent = await this.agentFor(threadId);
+    const agent = await this.agentFor(threadId, principal);
     // Restored first, so the count of messages before the run is known (GET /threads/:id serves the history up to it).
     await agent.restore();
     const baseCount = agent.state.messages.length;
@@ -111,13 +124,13 @@ export class RunRegistry {
         served.log.append({ ...frame, seq: seq + 1, runId: served.log.runId });
         this.release(threadId, served.log.runId);
       };
-      const subscription = open(agent, { signal: controller.signal })
+      const subscription = open(agent, { signal: controller.signal, principal })
         .pipe(throttleDeltas(flushMs), numberEvents())
         .subscribe({
           next: (event) => {
             seq = event.seq;
             if (served === undefined) {
-              served = { log: new RunLog(event.runId, threadId, { maxFrames }), controller, baseCount };
+              served = { log: new RunLog(event.runId, threadId, { maxFrames }), controller, baseCount, owner };
               this.runs.set(event.runId, served);
               this.activeByThread.set(threadId, event.runId);
               resolve(event.runId);
