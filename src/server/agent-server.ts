@@ -18,6 +18,9 @@ import {
 } from './front-end-protocols.js';
 import { FrameReader, ResumeGoneError } from './frame-pump.js';
 import { HttpError, json, readJsonBody } from './http.js';
+import { createLimiter, type ServerLimitsOptions } from './limiter.js';
+import { MemoryLimitStore } from './memory-limit-store.js';
+import { principalOf } from './request-principal.js';
 import { RunRegistry } from './run-registry.js';
 import {
   checkThread,
@@ -53,6 +56,12 @@ export interface AgentServerOptions extends ServingOptions {
   readonly maxFrames?: number | undefined;
   /** Agents kept in memory; the least recently used idle ones go first (default 1,000). */
   readonly maxAgents?: number | undefined;
+  /**
+   * Limits and budgets per principal (docs/limits.md): checked before every run starts (429 with `Retry-After` over a
+   * limit), and enforced while it runs (a run that reaches its principal's token or dollar budget is cancelled, its
+   * sub-agents with it). The counters live in a `MemoryLimitStore` unless `store` says otherwise.
+   */
+  readonly limits?: ServerLimitsOptions | undefined;
 }
 
 /** A running agent server: mount {@link fetch}, or `toNodeListener(server)` on Node. */
@@ -88,13 +97,20 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     retentionMs: options.retentionMs ?? 300_000,
     maxAgents: options.maxAgents ?? 1000,
   });
+  const limiter = createLimiter('createAgentServer', options.limits, () => new MemoryLimitStore());
+
+  /** The principal's budget for a run about to start (429 over a limit); `undefined` without limits. */
+  const admit = (request: Request) =>
+    limiter?.admit(principalOf(request), globalThis.crypto.randomUUID()) ?? Promise.resolve(undefined);
 
   async function startRun(request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     const input = (body as { input?: unknown } | null)?.input;
     if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await registry.start(threadId, (agent, runOptions) =>
-      agent.prompt$(input as string | Message | readonly Message[], runOptions),
+    const runId = await registry.start(
+      threadId,
+      (agent, runOptions) => agent.prompt$(input as string | Message | readonly Message[], runOptions),
+      await admit(request),
     );
     return json(201, { runId, threadId });
   }
@@ -103,7 +119,11 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function chat(request: Request): Promise<Response> {
     const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    const runId = await registry.start(
+      threadId,
+      (agent, runOptions) => agent.prompt$(text, runOptions),
+      await admit(request),
+    );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
   }
@@ -112,7 +132,11 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function agUi(request: Request): Promise<Response> {
     const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.prompt$(text, runOptions));
+    const runId = await registry.start(
+      threadId,
+      (agent, runOptions) => agent.prompt$(text, runOptions),
+      await admit(request),
+    );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
     return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));
@@ -127,7 +151,11 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
-    const runId = await registry.start(threadId, (agent, runOptions) => agent.respond$(requestId, answer, runOptions));
+    const runId = await registry.start(
+      threadId,
+      (agent, runOptions) => agent.respond$(requestId, answer, runOptions),
+      await admit(request),
+    );
     return json(200, { runId, threadId });
   }
 

@@ -13,6 +13,8 @@ import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import type { WireFrame } from '../wire/frames.js';
 import { HttpError, json, readJsonBody } from './http.js';
+import { createLimiter, type ServerLimitsOptions } from './limiter.js';
+import { principalOf } from './request-principal.js';
 import { ObservedFrameReader } from './observed-frame-reader.js';
 import {
   corsPolicy,
@@ -25,13 +27,17 @@ import {
 } from './routes.js';
 
 /** What the queue server enqueues: a prompt, or the answer to an approval request (`RunQueue.enqueue`'s request). */
-export type QueueRunRequest =
+export type QueueRunRequest = (
   | { readonly threadId: string; readonly agent: string; readonly input: string | Message | readonly Message[] }
   | {
       readonly threadId: string;
       readonly agent: string;
       readonly respond: { readonly requestId: string; readonly answer: ApprovalAnswer };
-    };
+    }
+) & {
+  /** The run's id, a UUID (given with `limits`: the run's slot is held under it before it is queued). */
+  readonly runId?: string | undefined;
+};
 
 /**
  * What {@link createQueueServer} needs of a run queue: the shape of `cubepi/worker`'s `RunQueue` (which satisfies it
@@ -61,6 +67,12 @@ export interface QueueServerOptions extends ServingOptions {
   readonly agent: string;
   /** Where the workers' agents keep the threads: read for `GET /threads/:id` and `GET /threads`. */
   readonly checkpointer: Checkpointer;
+  /**
+   * Limits and budgets per principal (docs/limits.md), on a store every API node and worker shares
+   * (`createPostgresLimitStore` of `cubepi/worker`, given to `startWorker({ limits })` too, which enforces the budgets
+   * while runs run): checked before a run is queued, 429 with `Retry-After` over a limit.
+   */
+  readonly limits?: ServerLimitsOptions | undefined;
 }
 
 /** A server on a run queue: mount {@link fetch}, or `toNodeListener(server)` (and `attachWebSocket`) on Node. */
@@ -92,6 +104,24 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   const { queue, agent, checkpointer } = options;
   const readers = new Set<ObservedFrameReader>();
   let closed = false;
+  const limiter = createLimiter('createQueueServer', options.limits, undefined);
+
+  /**
+   * Queues the run: with limits, under an id of its own whose slot the principal's admission holds first (freed by
+   * the run's end, wherever it runs; here when queueing failed). 429 over a limit, nothing queued.
+   */
+  async function enqueueAdmitted(request: Request, run: QueueRunRequest): Promise<string> {
+    if (limiter === undefined) return queue.enqueue(run);
+    const runId = globalThis.crypto.randomUUID();
+    const budget = await limiter.admit(principalOf(request), runId);
+    if (budget === undefined) return queue.enqueue(run);
+    try {
+      return await queue.enqueue({ ...run, runId });
+    } catch (error) {
+      await budget.release();
+      throw error;
+    }
+  }
 
   const checkOpen = () => {
     if (closed) throw new HttpError(503, 'closing', 'the server is closing');
@@ -102,7 +132,11 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     const input = (body as { input?: unknown } | null)?.input;
     if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await queue.enqueue({ threadId, agent, input: input as string | Message | readonly Message[] });
+    const runId = await enqueueAdmitted(request, {
+      threadId,
+      agent,
+      input: input as string | Message | readonly Message[],
+    });
     return json(201, { runId, threadId });
   }
 
@@ -116,7 +150,7 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       if (request === undefined) throw new StaleApprovalError(requestId, 'unknown');
       if (request.answer !== undefined) throw new StaleApprovalError(requestId, 'answered');
     }
-    const runId = await queue.enqueue({ threadId, agent, respond: { requestId, answer } });
+    const runId = await enqueueAdmitted(request, { threadId, agent, respond: { requestId, answer } });
     return json(200, { runId, threadId });
   }
 

@@ -53,7 +53,7 @@ export interface RunQueueOptions {
 }
 
 /** What {@link RunQueue.enqueue} runs: a prompt, or the answer to an approval request of a suspended run. */
-export type RunRequest =
+export type RunRequest = (
   | {
       readonly threadId: string;
       /** The name of the agent factory a worker builds the thread's agent with (`startWorker({ agents })`). */
@@ -66,7 +66,14 @@ export type RunRequest =
       readonly agent: string;
       /** `agent.respond$(requestId, answer)`: the answer is stored, and the last one of its batch resumes the run. */
       readonly respond: { readonly requestId: string; readonly answer: ApprovalAnswer };
-    };
+    }
+) & {
+  /**
+   * The run's id (default: a fresh UUID): give it when something must be keyed by the run before it is queued (the
+   * limit check of `createQueueServer` holds the principal's run slot under it). A UUID; an id in use is refused.
+   */
+  readonly runId?: string | undefined;
+};
 
 /** Where a queued run is. */
 export type QueuedRunStatus = 'queued' | 'running' | 'ended';
@@ -326,7 +333,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
     async enqueue(request) {
       const checked = checkRequest(request);
       const instance = await boss();
-      const runId = randomUUID();
+      const runId = checked.runId ?? randomUUID();
       const priority = await agentNumber(checked.agent).catch(database(runId, 'enqueue'));
       await inTransaction(pool, async (client) => {
         await client.query(
@@ -538,8 +545,17 @@ function toQueuedRun(row: RunRow): QueuedRun {
   };
 }
 
-function checkRequest(request: RunRequest): { threadId: string; agent: string; request: RunRow['request'] } {
+function checkRequest(request: RunRequest): {
+  threadId: string;
+  agent: string;
+  request: RunRow['request'];
+  runId: string | undefined;
+} {
   if (typeof request !== 'object' || request === null) throw new InvalidInputError('enqueue: expected a request');
+  const runId = request.runId;
+  if (runId !== undefined && !(typeof runId === 'string' && UUID.test(runId))) {
+    throw new InvalidInputError('enqueue: `runId` must be a UUID');
+  }
   const problem = threadIdProblem(request.threadId);
   if (problem !== undefined) throw new InvalidInputError(`enqueue: ${problem}`);
   if (typeof request.agent !== 'string' || request.agent === '') {
@@ -553,13 +569,15 @@ function checkRequest(request: RunRequest): { threadId: string; agent: string; r
     if (typeof answer !== 'object' || answer === null) {
       throw new InvalidInputError('enqueue: `respond.answer` must be { approve: true }, { deny } or { edit }');
     }
-    return { threadId: request.threadId, agent: request.agent, request: { kind: 'respond', requestId, answer } };
+    return { threadId: request.threadId, agent: request.agent, request: { kind: 'respond', requestId, answer }, runId };
   }
   const input = (request as { input?: unknown }).input;
   const validInput = typeof input === 'string' || Array.isArray(input) || (typeof input === 'object' && input !== null);
   if (!validInput) throw new InvalidInputError('enqueue: `input` must be text, a message or messages');
-  return { threadId: request.threadId, agent: request.agent, request: { kind: 'prompt', input } };
+  return { threadId: request.threadId, agent: request.agent, request: { kind: 'prompt', input }, runId };
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function readPosition(options: RunReadOptions): number {
   if (options.after !== undefined && options.fromSeq !== undefined) {
