@@ -21,7 +21,7 @@ import {
 } from 'cubepi';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { LimitExceededError, getThread, respond, startRun, type SequencedEvent } from 'cubepi/client';
-import { MemoryLimitStore, type Limits } from 'cubepi/server';
+import { MemoryLimitStore } from 'cubepi/server';
 import { deferred } from '../helpers.js';
 import { serve, type Served } from '../server/serve-helpers.js';
 
