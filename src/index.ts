@@ -101,6 +101,7 @@ export {
 export { applyPatch } from './types/apply-patch.js';
 export type { ApprovalAnswer, ApprovalRequest } from './types/approval.js';
 export type { HookContext } from './middleware/hook-context.js';
+export { ANONYMOUS_PRINCIPAL, isPrincipal, type Principal } from './types/principal.js';
 export {
   HOOK_NAMES,
   type AfterToolCallContext,

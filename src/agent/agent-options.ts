@@ -10,6 +10,7 @@ import { ConfigurationError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
+import type { Principal } from '../types/principal.js';
 import type { RunLimits } from '../types/tool.js';
 import { checkMessage } from './input.js';
 import type { QueueMode } from './message-queues.js';
@@ -61,6 +62,12 @@ export interface RunOptions {
    * run starts: `cubepi/worker` runs a queued run under the id `enqueue` returned.
    */
   readonly runId?: string | undefined;
+  /**
+   * Who the run acts for (`cubepi/server` passes the caller's authenticated principal; a queue worker the one stored
+   * with the run): visible to every hook (`ctx.principal`) and tool (`ctx.principal` of `execute`), and inherited by
+   * the runs its sub-agents start. Absent for a run nobody in particular asked for.
+   */
+  readonly principal?: Principal | undefined;
 }
 
 /** Throws a {@link ConfigurationError} naming the first invalid option. */

@@ -327,6 +327,7 @@ export class AgentRuns {
       parent: options?.parent,
       limits: options?.limits,
       runId: options?.runId,
+      principal: options?.principal,
       budget: this.agent.budget,
       getSteeringMessages: () => queues.takeSteering(),
       getFollowUpMessages: () => queues.takeFollowUps(),

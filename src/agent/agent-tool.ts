@@ -200,7 +200,7 @@ export function agentTool<TSchema extends z.ZodType = AgentToolPromptSchema>(
         // the signal); the teardown (the loop leaving this Observable) cancels it too, by unsubscribing. It inherits
         // the parent's deadline and budget signal, and reports each model call's usage to this call as it ends.
         const limits = { deadlineAt: run.deadlineAt, budgetSignal: run.budgetSignal, charge: chargeUsage };
-        return child.prompt$(prompt, { signal, parent, limits }).subscribe({
+        return child.prompt$(prompt, { signal, parent, limits, principal: run.principal }).subscribe({
           next: (event) => {
             if (event.type === 'agent_start') childRunId = event.runId;
             else if (event.type === 'agent_end') end = event;

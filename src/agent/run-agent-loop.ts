@@ -2,6 +2,7 @@
  * The agent loop as a cold Observable.
  * @module
  */
+import { isPrincipal, type Principal } from '../types/principal.js';
 import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import type { HookSink } from '../middleware/hook-sink.js';
@@ -50,6 +51,8 @@ export interface RunAgentLoopOptions extends RunSettings {
   readonly signal?: AbortSignal | undefined;
   /** The run's id, carried by each event (default: a fresh one). */
   readonly runId?: string | undefined;
+  /** Who the run acts for: `principal` of every hook context, tool context and sub-agent run (`RunOptions`). */
+  readonly principal?: Principal | undefined;
   /** The tool call that starts this run, for a nested run (a sub-agent's): named on `agent_start`, sets the depth. */
   readonly parent?: ParentRun | undefined;
   /**
@@ -210,6 +213,7 @@ function startLoop(
     info: {
       runId,
       threadId: options.threadId,
+      principal: options.principal,
       depth: options.parent === undefined ? 0 : options.parent.depth + 1,
       deadlineAt,
       budgetSignal:
@@ -417,6 +421,8 @@ function validateLoopOptions(options: RunAgentLoopOptions): void {
   if (options.getTools !== undefined && typeof options.getTools !== 'function') fail('`getTools` must be a function');
   if (options.untilStored !== undefined && typeof options.untilStored !== 'function')
     fail('`untilStored` must be a function');
+  if (options.principal !== undefined && !isPrincipal(options.principal))
+    fail('`principal` must be a Principal ({ id: a non-empty string })');
   const { budget, limits } = options;
   if (budget !== undefined) {
     const bounds = [budget.usd, budget.tokens];

@@ -172,6 +172,7 @@ export function hookContext(run: RunState, turnIndex: number): HookContext {
     runId: run.runId,
     turnIndex,
     threadId: run.threadId,
+    principal: run.info.principal,
     model: run.model,
     systemPrompt: run.systemPrompt,
     tools: run.tools,

@@ -30,7 +30,14 @@ export function* runTool(
 ): Op<CallOutcome & ToolOutcome> {
   try {
     const chargeUsage = (usage: Usage) => chargeCall(run, toolCall.id, usage);
-    let raw: unknown = tool.execute(toolCall.id, args, { signal, onUpdate, toolCall, run: run.info, chargeUsage });
+    let raw: unknown = tool.execute(toolCall.id, args, {
+      signal,
+      onUpdate,
+      toolCall,
+      run: run.info,
+      chargeUsage,
+      principal: run.info.principal,
+    });
     if (isObservable(raw)) raw = yield wait(withUpdates(raw, onUpdate), NO_RESULT);
     else if (isPromiseLike(raw)) raw = yield wait(raw, NO_RESULT);
     return normalizeResult(toolCall.name, raw);

@@ -4,6 +4,7 @@
  */
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
+import type { Principal } from '../types/principal.js';
 import type { HookState } from '../types/state.js';
 import type { AnyAgentTool } from '../types/tool.js';
 
@@ -13,6 +14,8 @@ export interface HookContext {
   /** The turn (model call) this hook belongs to, from 0. */
   readonly turnIndex: number;
   readonly threadId?: string | undefined;
+  /** Who the run acts for (`RunOptions.principal`: the server's authenticated caller), if anyone. */
+  readonly principal?: Principal | undefined;
   readonly model: Model;
   readonly systemPrompt: string;
   readonly tools: readonly AnyAgentTool[];

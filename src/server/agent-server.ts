@@ -9,6 +9,7 @@ import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
+import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
   protocolStreamResponse,
@@ -18,9 +19,9 @@ import {
 } from './front-end-protocols.js';
 import { FrameReader, ResumeGoneError } from './frame-pump.js';
 import { HttpError, json, readJsonBody } from './http.js';
+import type { AccessAction } from './access.js';
 import { createLimiter, type ServerLimitsOptions } from './limiter.js';
 import { MemoryLimitStore } from './memory-limit-store.js';
-import { principalOf } from './request-principal.js';
 import { RunRegistry } from './run-registry.js';
 import {
   checkThread,
@@ -38,10 +39,12 @@ import {
 /** Options of {@link createAgentServer}. */
 export interface AgentServerOptions extends ServingOptions {
   /**
-   * The agent of a thread: called once per thread id (then kept; see `maxAgents`). Give it a checkpointer and that
-   * `threadId` so the thread survives restarts and eviction.
+   * The agent of a thread: called once per thread id (then kept; see `maxAgents`) with the principal of the request
+   * that first needs it (the thread's owner, under the default `authorize`). Give it a checkpointer and that
+   * `threadId` so the thread survives restarts and eviction. Every run also gets the caller's principal in its run
+   * options (`ctx.principal` for hooks and tools).
    */
-  readonly agent: (threadId: string) => Agent | Promise<Agent>;
+  readonly agent: (threadId: string, principal: Principal) => Agent | Promise<Agent>;
   /** Lists threads for `GET /threads` (without it, the threads whose agent is in memory). */
   readonly checkpointer?: Checkpointer | undefined;
   /**
@@ -71,7 +74,7 @@ export interface AgentServer extends HttpAgentServer {
   /** @internal The registry, for the Node adapters. */
   readonly registry: RunRegistry;
   /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
-  readonly openRunStream: (runId: string, lastEventId: string | null) => FrameReader;
+  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => FrameReader;
 }
 
 /**
@@ -97,45 +100,53 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     retentionMs: options.retentionMs ?? 300_000,
     maxAgents: options.maxAgents ?? 1000,
   });
-  const limiter = createLimiter('createAgentServer', options.limits, () => new MemoryLimitStore());
+  const limiter = createLimiter(
+    'createAgentServer',
+    options.limits,
+    () => new MemoryLimitStore(),
+    (denied) => settings.access.deny(denied),
+  );
 
   /** The principal's budget for a run about to start (429 over a limit); `undefined` without limits. */
-  const admit = (request: Request) =>
-    limiter?.admit(principalOf(request), globalThis.crypto.randomUUID()) ?? Promise.resolve(undefined);
+  const admit = (principal: Principal, action: AccessAction, threadId: string) =>
+    limiter?.admit(principal, globalThis.crypto.randomUUID(), action, threadId) ?? Promise.resolve(undefined);
 
-  async function startRun(request: Request, threadId: string): Promise<Response> {
+  async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     const input = (body as { input?: unknown } | null)?.input;
     if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
     const runId = await registry.start(
       threadId,
+      principal,
       (agent, runOptions) => agent.prompt$(input as string | Message | readonly Message[], runOptions),
-      await admit(request),
+      await admit(principal, 'start_run', threadId),
     );
     return json(201, { runId, threadId });
   }
 
   /** The AI SDK's `DefaultChatTransport` request: the chat id is the thread, the last user message the prompt. */
-  async function chat(request: Request): Promise<Response> {
+  async function chat(principal: Principal, request: Request): Promise<Response> {
     const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
     const runId = await registry.start(
       threadId,
+      principal,
       (agent, runOptions) => agent.prompt$(text, runOptions),
-      await admit(request),
+      await admit(principal, 'chat', threadId),
     );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
   }
 
   /** AG-UI's `RunAgentInput` (CopilotKit's `HttpAgent`): the run's AG-UI events; the client leaving cancels it. */
-  async function agUi(request: Request): Promise<Response> {
+  async function agUi(principal: Principal, request: Request): Promise<Response> {
     const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
     const runId = await registry.start(
       threadId,
+      principal,
       (agent, runOptions) => agent.prompt$(text, runOptions),
-      await admit(request),
+      await admit(principal, 'ag_ui', threadId),
     );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
@@ -143,24 +154,30 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   }
 
   /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
-  function resumeChat(threadId: string): Response {
+  function resumeChat(_principal: Principal, threadId: string): Response {
     const active = registry.activeRun(threadId);
     if (active === undefined) return new Response(null, { status: 204 });
     return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
   }
 
-  async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
+  async function answerApproval(
+    principal: Principal,
+    request: Request,
+    threadId: string,
+    requestId: string,
+  ): Promise<Response> {
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
     const runId = await registry.start(
       threadId,
+      principal,
       (agent, runOptions) => agent.respond$(requestId, answer, runOptions),
-      await admit(request),
+      await admit(principal, 'answer_approval', threadId),
     );
     return json(200, { runId, threadId });
   }
 
-  async function getThread(threadId: string): Promise<Response> {
-    const agent = await registry.agentFor(threadId);
+  async function getThread(principal: Principal, threadId: string): Promise<Response> {
+    const agent = await registry.agentFor(threadId, principal);
     // A run that has started but not emitted yet makes restore() busy: the thread is restored by then anyway.
     if (registry.activeRun(threadId) === undefined) {
       await agent.restore().catch((error: unknown) => {
@@ -178,7 +195,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     });
   }
 
-  async function listThreads(url: URL): Promise<Response> {
+  async function listThreads(_principal: Principal, url: URL): Promise<Response> {
     if (options.checkpointer === undefined) {
       return json(200, { threads: registry.cachedThreads().map((threadId) => ({ threadId })) });
     }
@@ -191,13 +208,13 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     return json(200, { threads });
   }
 
-  function cancelRun(runId: string): Response {
+  function cancelRun(_principal: Principal, runId: string): Response {
     if (registry.log(runId) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
     return json(202, { runId, cancelled: registry.cancel(runId) });
   }
 
   /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run, 410 when gone. */
-  function openRunStream(runId: string, lastEventId: string | null): FrameReader {
+  function openRunStream(runId: string, lastEventId: string | null, _principal: Principal): FrameReader {
     const log = registry.log(runId);
     if (log === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
     const after = resumePosition(lastEventId);
@@ -209,9 +226,9 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     }
   }
 
-  function streamRun(request: Request, url: URL, runId: string): Response {
+  function streamRun(principal: Principal, request: Request, url: URL, runId: string): Response {
     return sseStreamResponse(
-      openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after')),
+      openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
     );
   }
 
@@ -231,6 +248,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   return {
     fetch: fetchHandler,
     close: () => registry.close(),
+    metrics: () => settings.access.metrics(),
     registry,
     settings,
     openRunStream,
@@ -240,7 +258,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
 function resolveSettings(options: AgentServerOptions): ServerSettings {
   if (typeof options !== 'object' || options === null || typeof options.agent !== 'function') {
-    throw new ConfigurationError('createAgentServer: `agent` must be a function (threadId) => Agent');
+    throw new ConfigurationError('createAgentServer: `agent` must be a function (threadId, principal) => Agent');
   }
   positiveOption('createAgentServer', 'flushMs', options.flushMs, 0);
   positiveOption('createAgentServer', 'retentionMs', options.retentionMs, 0);

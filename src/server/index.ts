@@ -26,5 +26,15 @@ export type {
   RunBudget,
   Spend,
 } from '../types/limits.js';
+export {
+  ownerOnly,
+  type AccessAction,
+  type AccessDenied,
+  type AccessMetrics,
+  type AccessResource,
+  type Authenticator,
+  type Authorize,
+} from './access.js';
+export { bearerToken } from './auth.js';
 export { attachWebSocket, toNodeListener, type WebSocketOptions } from './node.js';
 export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

@@ -5,6 +5,8 @@
  * @module
  */
 import { ConfigurationError } from '../types/errors.js';
+import type { Principal } from '../types/principal.js';
+import type { AccessAction, AccessDenied } from './access.js';
 import {
   limitsFor,
   refusalMessage,
@@ -17,7 +19,7 @@ import {
 import { HttpError } from './http.js';
 
 /** The `limits` option of `createAgentServer` and `createQueueServer`. */
-export interface ServerLimitsOptions<P extends { readonly id: string } = { readonly id: string }> {
+export interface ServerLimitsOptions<P extends Principal = Principal> {
   /** The limits of every principal, or a function giving each its own (`undefined`: no limit for that one). */
   readonly policy: LimitsPolicy<P>;
   /**
@@ -43,14 +45,15 @@ export interface Limiter {
    * principal has no limits. Rejects with {@link LimitHttpError} over a limit (nothing counted), or with the store's
    * error. Call `release()` on the budget when the run ended or did not start.
    */
-  admit(principal: { readonly id: string }, runId: string): Promise<RunBudget | undefined>;
+  admit(principal: Principal, runId: string, action: AccessAction, threadId: string): Promise<RunBudget | undefined>;
 }
 
 /** The limiter of `options`, or `undefined` without it; `owner` names the server in `ConfigurationError`s. @internal */
-export function createLimiter<P extends { readonly id: string }>(
+export function createLimiter(
   owner: string,
-  options: ServerLimitsOptions<P> | undefined,
+  options: ServerLimitsOptions | undefined,
   defaultStore: (() => LimitStore) | undefined,
+  deny: (denied: AccessDenied) => void,
 ): Limiter | undefined {
   if (options === undefined) return undefined;
   if (typeof options !== 'object' || options === null || options.policy === undefined) {
@@ -68,11 +71,15 @@ export function createLimiter<P extends { readonly id: string }>(
   }
   const onError = options.onError ?? ((error: unknown) => console.warn('cubepi limits:', error));
   return {
-    async admit(principal, runId) {
-      const limits = limitsFor(options.policy as LimitsPolicy<{ readonly id: string }>, principal);
+    async admit(principal, runId, action, threadId) {
+      const limits = limitsFor(options.policy as LimitsPolicy<Principal>, principal);
       if (limits === undefined) return undefined;
       const admission = await store.admit(principal.id, runId, limits);
-      if (!admission.admitted) throw new LimitHttpError(admission.refusal);
+      if (!admission.admitted) {
+        // Audited like every denial (counted in `metrics().limited`, given to `onAccessDenied`); no content.
+        deny({ principal, action, resource: { type: 'thread', threadId, owner: undefined }, status: 429 });
+        throw new LimitHttpError(admission.refusal);
+      }
       return runBudget(store, principal.id, runId, limits, onError);
     },
   };

@@ -6,9 +6,9 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Readable } from 'node:stream';
-import { isAuthorized } from './auth.js';
 import { jsonOf, sseChunk, type RunStreamReader } from './frame-pump.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
+import type { Principal } from '../types/principal.js';
 import type { HttpAgentServer } from './routes.js';
 import type { WebSocket } from 'ws';
 
@@ -86,9 +86,7 @@ async function serveRunEvents(
   const cors = server.corsFor(req.headers.origin ?? null);
   let reader: RunStreamReader;
   try {
-    if (!(await isAuthorized(req.headers.authorization ?? null, url, server.settings.authToken))) {
-      throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
-    }
+    const principal = await server.settings.access.authenticate(headRequest(req));
     let runId: string;
     try {
       runId = decodeURIComponent(segment);
@@ -99,6 +97,7 @@ async function serveRunEvents(
     reader = await server.openRunStream(
       runId,
       (Array.isArray(lastEventId) ? lastEventId[0] : lastEventId) ?? url.searchParams.get('after'),
+      principal,
     );
   } catch (error) {
     const response = errorResponse(error);
@@ -118,6 +117,23 @@ async function serveRunEvents(
     res.off('close', stop);
     if (!res.destroyed) res.end();
   }
+}
+
+/**
+ * The request's method, URL and headers as a Fetch `Request` without a body: what `authenticate` is given on the
+ * paths that do not go through the server's `fetch` (the fan-out route, WebSocket upgrades), so they decide alike.
+ */
+function headRequest(req: IncomingMessage): Request {
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+  const path = req.url ?? '/';
+  let url: string;
+  try {
+    url = new URL(path, `http://${req.headers.host ?? 'localhost'}`).href;
+  } catch {
+    url = new URL(path, 'http://localhost').href;
+  }
+  return new Request(url, { method: 'GET', headers });
 }
 
 /** Resolves when `res` can take more (`drain`) or is gone (`close`), leaving no listener behind. */
@@ -144,6 +160,7 @@ const RUN_EVENTS = /^\/runs\/([^/]+)\/events$/;
 /** The reason phrases of the statuses an upgrade is refused with. */
 const REASONS: Readonly<Record<number, string>> = {
   400: 'Bad Request',
+  401: 'Unauthorized',
   404: 'Not Found',
   410: 'Gone',
   503: 'Service Unavailable',
@@ -167,7 +184,7 @@ export async function attachWebSocket(
   const { WebSocketServer } = await import('ws');
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4096 });
   const highWaterMark = options.highWaterMark ?? 1_048_576;
-  const { basePath, authToken } = server.settings;
+  const { basePath, access } = server.settings;
   httpServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     let url: URL;
     try {
@@ -183,7 +200,12 @@ export async function attachWebSocket(
       socket.end(`HTTP/1.1 ${status} ${text}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     };
     void (async () => {
-      if (!(await isAuthorized(req.headers.authorization ?? null, url, authToken))) return refuse(401, 'Unauthorized');
+      let principal: Principal;
+      try {
+        principal = await access.authenticate(headRequest(req));
+      } catch {
+        return refuse(401, 'Unauthorized');
+      }
       let runId: string;
       try {
         runId = decodeURIComponent(match[1]!);
@@ -192,7 +214,7 @@ export async function attachWebSocket(
       }
       let reader: RunStreamReader;
       try {
-        reader = await server.openRunStream(runId, url.searchParams.get('after'));
+        reader = await server.openRunStream(runId, url.searchParams.get('after'), principal);
       } catch (error) {
         if (error instanceof HttpError) return refuse(error.status, REASONS[error.status] ?? 'Error');
         return refuse(500, 'Internal Server Error');

@@ -11,10 +11,11 @@ import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { ConfigurationError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
+import type { Principal } from '../types/principal.js';
 import type { WireFrame } from '../wire/frames.js';
 import { HttpError, json, readJsonBody } from './http.js';
+import type { AccessAction } from './access.js';
 import { createLimiter, type ServerLimitsOptions } from './limiter.js';
-import { principalOf } from './request-principal.js';
 import { ObservedFrameReader } from './observed-frame-reader.js';
 import {
   corsPolicy,
@@ -35,6 +36,8 @@ export type QueueRunRequest = (
       readonly respond: { readonly requestId: string; readonly answer: ApprovalAnswer };
     }
 ) & {
+  /** Who the run acts for: stored with the run, passed by the worker in its run options. */
+  readonly principal?: Principal | undefined;
   /** The run's id, a UUID (given with `limits`: the run's slot is held under it before it is queued). */
   readonly runId?: string | undefined;
 };
@@ -104,16 +107,18 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   const { queue, agent, checkpointer } = options;
   const readers = new Set<ObservedFrameReader>();
   let closed = false;
-  const limiter = createLimiter('createQueueServer', options.limits, undefined);
+  const limiter = createLimiter('createQueueServer', options.limits, undefined, (denied) =>
+    settings.access.deny(denied),
+  );
 
   /**
    * Queues the run: with limits, under an id of its own whose slot the principal's admission holds first (freed by
    * the run's end, wherever it runs; here when queueing failed). 429 over a limit, nothing queued.
    */
-  async function enqueueAdmitted(request: Request, run: QueueRunRequest): Promise<string> {
+  async function enqueueAdmitted(principal: Principal, action: AccessAction, run: QueueRunRequest): Promise<string> {
     if (limiter === undefined) return queue.enqueue(run);
     const runId = globalThis.crypto.randomUUID();
-    const budget = await limiter.admit(principalOf(request), runId);
+    const budget = await limiter.admit(principal, runId, action, run.threadId);
     if (budget === undefined) return queue.enqueue(run);
     try {
       return await queue.enqueue({ ...run, runId });
@@ -127,20 +132,26 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     if (closed) throw new HttpError(503, 'closing', 'the server is closing');
   };
 
-  async function startRun(request: Request, threadId: string): Promise<Response> {
+  async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     checkOpen();
     const body = await readJsonBody(request, settings.maxBodyBytes);
     const input = (body as { input?: unknown } | null)?.input;
     if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await enqueueAdmitted(request, {
+    const runId = await enqueueAdmitted(principal, 'start_run', {
       threadId,
       agent,
       input: input as string | Message | readonly Message[],
+      principal,
     });
     return json(201, { runId, threadId });
   }
 
-  async function answerApproval(request: Request, threadId: string, requestId: string): Promise<Response> {
+  async function answerApproval(
+    principal: Principal,
+    request: Request,
+    threadId: string,
+    requestId: string,
+  ): Promise<Response> {
     checkOpen();
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
     // With no run ahead of it, the stored approvals are the truth: a stale answer is refused here, as in process.
@@ -150,7 +161,12 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       if (request === undefined) throw new StaleApprovalError(requestId, 'unknown');
       if (request.answer !== undefined) throw new StaleApprovalError(requestId, 'answered');
     }
-    const runId = await enqueueAdmitted(request, { threadId, agent, respond: { requestId, answer } });
+    const runId = await enqueueAdmitted(principal, 'answer_approval', {
+      threadId,
+      agent,
+      respond: { requestId, answer },
+      principal,
+    });
     return json(200, { runId, threadId });
   }
 
@@ -163,7 +179,7 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     return decodeStoredExtra(stored.extra).approvals?.requests ?? [];
   }
 
-  async function getThread(threadId: string): Promise<Response> {
+  async function getThread(_principal: Principal, threadId: string): Promise<Response> {
     // The history up to the active run, read between two looks at that run: when both see the same run (or none), the
     // stored messages were read while it was the thread's active run, so its `baseCount` cuts them where it began.
     for (let attempt = 0; ; attempt++) {
@@ -185,7 +201,7 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     }
   }
 
-  async function listThreads(url: URL): Promise<Response> {
+  async function listThreads(_principal: Principal, url: URL): Promise<Response> {
     const limit = url.searchParams.get('limit');
     const after = url.searchParams.get('after');
     const threads = await checkpointer.listThreads({
@@ -195,7 +211,7 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     return json(200, { threads });
   }
 
-  async function cancelRun(runId: string): Promise<Response> {
+  async function cancelRun(_principal: Principal, runId: string): Promise<Response> {
     try {
       return json(202, { runId, cancelled: await queue.cancel(runId, 'cancelled by a client') });
     } catch (error) {
@@ -205,7 +221,11 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   }
 
   /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run. */
-  async function openRunStream(runId: string, lastEventId: string | null): Promise<ObservedFrameReader> {
+  async function openRunStream(
+    runId: string,
+    lastEventId: string | null,
+    _principal: Principal,
+  ): Promise<ObservedFrameReader> {
     checkOpen();
     const after = resumePosition(lastEventId);
     if ((await queue.run(runId)) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
@@ -219,9 +239,9 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     return reader;
   }
 
-  async function streamRun(request: Request, url: URL, runId: string): Promise<Response> {
+  async function streamRun(principal: Principal, request: Request, url: URL, runId: string): Promise<Response> {
     const lastEventId = request.headers.get('last-event-id') ?? url.searchParams.get('after');
-    return sseStreamResponse(await openRunStream(runId, lastEventId));
+    return sseStreamResponse(await openRunStream(runId, lastEventId, principal));
   }
 
   const notServed = (route: string) => async (): Promise<Response> => {
@@ -249,6 +269,7 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       closed = true;
       for (const reader of [...readers]) reader.stop();
     },
+    metrics: () => settings.access.metrics(),
     settings,
     openRunStream,
     corsFor,

@@ -6,16 +6,32 @@
  */
 import { threadIdProblem } from '../checkpoint/check-arguments.js';
 import { ConfigurationError } from '../types/errors.js';
-import { isAuthorized } from './auth.js';
+import type { Principal } from '../types/principal.js';
+import { createAccess, type Access, type AccessMetrics, type AccessOptions } from './access.js';
+import { bearerToken } from './auth.js';
 import { sseChunk, type RunStreamReader } from './frame-pump.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
 
 /** How a server is served over HTTP: the options `createAgentServer` and `createQueueServer` share. */
-export interface ServingOptions {
+export interface ServingOptions extends AccessOptions {
+  /**
+   * Who sent each request (`bearerToken`, `jwtAuthenticator`, or any function): a request it gives no principal is
+   * answered 401 on every route, WebSocket upgrades included, and nothing runs. Without it (and without `authToken`)
+   * every caller is the anonymous principal, owner of everything: bind the server to loopback. See docs/security.md.
+   */
+  readonly authenticate?: AccessOptions['authenticate'];
+  /**
+   * Whether a principal may do an action on a thread or run (default `ownerOnly`: its own threads and their runs). A
+   * refusal is answered as a missing resource (404, same body).
+   */
+  readonly authorize?: AccessOptions['authorize'];
+  /** Told of every refused request (401, 404-as-forbidden) with principal, action and resource, never content. */
+  readonly onAccessDenied?: AccessOptions['onAccessDenied'];
   /**
    * A secret every request must present, as `Authorization: Bearer <token>` or the `access_token` query parameter
-   * (for `EventSource` and browser WebSockets, which cannot set headers). Compared in constant time. Without it, the
-   * server trusts whoever can reach it: bind it to loopback.
+   * (for `EventSource` and browser WebSockets, which cannot set headers). Compared in constant time. Sugar for
+   * `authenticate: bearerToken(authToken)`: everyone with the token is one principal (the anonymous one). Not with
+   * `authenticate`.
    */
   readonly authToken?: string | undefined;
   /** The largest request body accepted, in bytes (default 1 MiB); larger ones get 413 and nothing runs. */
@@ -30,7 +46,8 @@ export interface ServingOptions {
 
 /** @internal */
 export interface ServerSettings {
-  readonly authToken: string | undefined;
+  /** Who may do what: the one decision of every path (Fetch, the Node adapters). */
+  readonly access: Access;
   readonly basePath: string;
   readonly heartbeatMs: number;
   readonly maxBodyBytes: number;
@@ -45,14 +62,20 @@ export interface HttpAgentServer {
   fetch(request: Request): Promise<Response>;
   /** Ends every stream the server is sending (and, in process, stops every live run). */
   close(): void;
+  /** Denials so far: requests refused unauthenticated (401) and forbidden (404). */
+  metrics(): AccessMetrics;
   /** @internal Resolved options, for the Node adapters. */
   readonly settings: ServerSettings;
   /**
    * @internal The run stream of `GET /runs/:id/events` (the Node adapters serve it without Fetch objects): a reader
-   * of the frames after `lastEventId`. Throws (or rejects with) an `HttpError`: 404 unknown run, 400 bad position,
-   * 410 resume point gone.
+   * of the frames after `lastEventId`, for `principal` (authenticated by `settings.access`). Throws (or rejects with)
+   * an `HttpError`: 404 unknown run (or one `principal` may not watch), 400 bad position, 410 resume point gone.
    */
-  readonly openRunStream: (runId: string, lastEventId: string | null) => RunStreamReader | Promise<RunStreamReader>;
+  readonly openRunStream: (
+    runId: string,
+    lastEventId: string | null,
+    principal: Principal,
+  ) => RunStreamReader | Promise<RunStreamReader>;
   /** @internal The CORS headers for a request from `origin`, when it is allowed. */
   readonly corsFor: (origin: string | null) => Record<string, string> | undefined;
 }
@@ -60,23 +83,23 @@ export interface HttpAgentServer {
 /** The handlers of the routes, one per route (a server without a route answers it with its own error). @internal */
 export interface RouteHandlers {
   /** `POST /threads/:id/runs` */
-  startRun(request: Request, threadId: string): Promise<Response>;
+  startRun(principal: Principal, request: Request, threadId: string): Promise<Response>;
   /** `POST /threads/:id/approvals/:requestId` */
-  answerApproval(request: Request, threadId: string, requestId: string): Promise<Response>;
+  answerApproval(principal: Principal, request: Request, threadId: string, requestId: string): Promise<Response>;
   /** `GET /threads/:id` */
-  getThread(threadId: string): Promise<Response>;
+  getThread(principal: Principal, threadId: string): Promise<Response>;
   /** `GET /threads` */
-  listThreads(url: URL): Promise<Response>;
+  listThreads(principal: Principal, url: URL): Promise<Response>;
   /** `DELETE /runs/:id` */
-  cancelRun(runId: string): Response | Promise<Response>;
+  cancelRun(principal: Principal, runId: string): Response | Promise<Response>;
   /** `GET /runs/:id/events` */
-  streamRun(request: Request, url: URL, runId: string): Response | Promise<Response>;
+  streamRun(principal: Principal, request: Request, url: URL, runId: string): Response | Promise<Response>;
   /** `POST /chat` (the AI SDK's chat protocol) */
-  chat(request: Request): Promise<Response>;
+  chat(principal: Principal, request: Request): Promise<Response>;
   /** `GET /chat/:id/stream` */
-  resumeChat(threadId: string): Response | Promise<Response>;
+  resumeChat(principal: Principal, threadId: string): Response | Promise<Response>;
   /** `POST /ag-ui` */
-  agUi(request: Request): Promise<Response>;
+  agUi(principal: Principal, request: Request): Promise<Response>;
 }
 
 /**
@@ -89,12 +112,20 @@ export function resolveServing(owner: string, options: ServingOptions): ServerSe
   if (options.authToken !== undefined && (typeof options.authToken !== 'string' || options.authToken.length < 16)) {
     throw new ConfigurationError(`${owner}: \`authToken\` must be a string of at least 16 characters`);
   }
+  for (const name of ['authenticate', 'authorize', 'onAccessDenied'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      throw new ConfigurationError(`${owner}: \`${name}\` must be a function`);
+    }
+  }
+  if (options.authToken !== undefined && options.authenticate !== undefined) {
+    throw new ConfigurationError(`${owner}: give \`authenticate\` or \`authToken\`, not both`);
+  }
   const basePath = (options.basePath ?? '').replace(/\/+$/, '');
   if (basePath !== '' && !basePath.startsWith('/')) {
     throw new ConfigurationError(`${owner}: \`basePath\` must start with "/"`);
   }
   return {
-    authToken: options.authToken,
+    access: createAccess(options, options.authToken === undefined ? undefined : bearerToken(options.authToken)),
     basePath,
     heartbeatMs: options.heartbeatMs ?? 15_000,
     maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
@@ -115,7 +146,8 @@ export function corsPolicy(options: ServingOptions): (origin: string | null) => 
 }
 
 /**
- * The Fetch handler of a server: the base path, CORS (preflight included), the token, then the route table; any
+ * The Fetch handler of a server: the base path, CORS (preflight included), the caller's principal (401 without one),
+ * then the route table; any
  * failure becomes its error response (`errorResponse`). @internal
  */
 export function createFetchHandler(
@@ -123,34 +155,34 @@ export function createFetchHandler(
   corsFor: (origin: string | null) => Record<string, string> | undefined,
   handlers: RouteHandlers,
 ): (request: Request) => Promise<Response> {
-  async function route(request: Request, url: URL): Promise<Response> {
+  async function route(principal: Principal, request: Request, url: URL): Promise<Response> {
     const path = url.pathname.slice(settings.basePath.length);
     const parts = path.split('/').filter((part) => part !== '');
     const segments = parts.map(decodeSegment);
     const method = request.method;
     if (segments[0] === 'chat') {
-      if (segments.length === 1 && method === 'POST') return handlers.chat(request);
+      if (segments.length === 1 && method === 'POST') return handlers.chat(principal, request);
       if (segments.length === 3 && segments[2] === 'stream' && method === 'GET') {
-        return handlers.resumeChat(checkThread(segments[1]));
+        return handlers.resumeChat(principal, checkThread(segments[1]));
       }
     } else if (segments[0] === 'ag-ui' && segments.length === 1 && method === 'POST') {
-      return handlers.agUi(request);
+      return handlers.agUi(principal, request);
     } else if (segments[0] === 'threads') {
-      if (segments.length === 1 && method === 'GET') return handlers.listThreads(url);
+      if (segments.length === 1 && method === 'GET') return handlers.listThreads(principal, url);
       const threadId = checkThread(segments[1]);
-      if (segments.length === 2 && method === 'GET') return handlers.getThread(threadId);
+      if (segments.length === 2 && method === 'GET') return handlers.getThread(principal, threadId);
       if (segments.length === 3 && segments[2] === 'runs' && method === 'POST') {
-        return handlers.startRun(request, threadId);
+        return handlers.startRun(principal, request, threadId);
       }
       if (segments.length === 4 && segments[2] === 'approvals' && method === 'POST') {
-        return handlers.answerApproval(request, threadId, segments[3]!);
+        return handlers.answerApproval(principal, request, threadId, segments[3]!);
       }
     } else if (segments[0] === 'runs' && segments.length >= 2) {
       const runId = segments[1]!;
       if (segments.length === 3 && segments[2] === 'events' && method === 'GET') {
-        return handlers.streamRun(request, url, runId);
+        return handlers.streamRun(principal, request, url, runId);
       }
-      if (segments.length === 2 && method === 'DELETE') return handlers.cancelRun(runId);
+      if (segments.length === 2 && method === 'DELETE') return handlers.cancelRun(principal, runId);
     }
     throw new HttpError(404, 'not_found', `no route ${method} ${path}`);
   }
@@ -162,9 +194,7 @@ export function createFetchHandler(
       const url = new URL(request.url);
       if (!url.pathname.startsWith(settings.basePath)) throw new HttpError(404, 'not_found', 'not found');
       if (request.method === 'OPTIONS' && cors !== undefined) response = new Response(null, { status: 204 });
-      else if (!(await isAuthorized(request.headers.get('authorization'), url, settings.authToken))) {
-        throw new HttpError(401, 'unauthorized', 'a valid token is required (Authorization: Bearer …)');
-      } else response = await route(request, url);
+      else response = await route(await settings.access.authenticate(request), request, url);
     } catch (error) {
       response = errorResponse(error);
     }

@@ -10,13 +10,14 @@ import { numberEvents } from '../../operators/number-events.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
 import { AgentBusyError } from '../types/errors.js';
 import type { RunBudget } from '../types/limits.js';
+import type { Principal } from '../types/principal.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { toWireError, type WireError } from '../wire/frames.js';
 import { RunLog } from './run-log.js';
 
 /** What the registry needs from the server's options. */
 export interface RunRegistryOptions {
-  readonly agent: (threadId: string) => Agent | Promise<Agent>;
+  readonly agent: (threadId: string, principal: Principal) => Agent | Promise<Agent>;
   readonly flushMs: number;
   readonly maxFrames: number;
   readonly retentionMs: number;
@@ -49,10 +50,10 @@ export class RunRegistry {
   constructor(private readonly options: RunRegistryOptions) {}
 
   /** The agent of `threadId`, created once (then kept while the cache has room; see `maxAgents`). */
-  agentFor(threadId: string): Promise<Agent> {
+  agentFor(threadId: string, principal: Principal): Promise<Agent> {
     let agent = this.agents.get(threadId);
     if (agent === undefined) {
-      agent = Promise.resolve().then(() => this.options.agent(threadId));
+      agent = Promise.resolve().then(() => this.options.agent(threadId, principal));
       // A factory that failed is asked again next time.
       agent.catch(() => this.agents.delete(threadId));
       this.agents.set(threadId, agent);
@@ -83,7 +84,7 @@ export class RunRegistry {
   }
 
   /**
-   * Starts the run `start` opens on the thread's agent, coalesced and numbered, and resolves with its run id once its
+   * Starts the run `start` opens on the thread's agent for `principal` (in its run options), coalesced and numbered, and resolves with its run id once its
    * first event is logged — or with `null` when the Observable completes with no event (an approval that was not the
    * last of its batch). Rejects with the run's error when it fails before its first event (a busy agent, bad input).
    * With a `budget` (the principal's limits), the run is opened with its `limits` and the budget is released when the
@@ -91,11 +92,12 @@ export class RunRegistry {
    */
   async start(
     threadId: string,
+    principal: Principal,
     open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
     budget?: RunBudget,
   ): Promise<string | null> {
     try {
-      return await this.startRun(threadId, open, budget);
+      return await this.startRun(threadId, principal, open, budget);
     } catch (error) {
       void budget?.release();
       throw error;
@@ -104,6 +106,7 @@ export class RunRegistry {
 
   private async startRun(
     threadId: string,
+    principal: Principal,
     open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
     budget: RunBudget | undefined,
   ): Promise<string | null> {
@@ -111,7 +114,7 @@ export class RunRegistry {
     const active = this.activeByThread.get(threadId);
     if (active !== undefined)
       throw new AgentBusyError(`thread ${JSON.stringify(threadId)} has an active run: ${active}`);
-    const agent = await this.agentFor(threadId);
+    const agent = await this.agentFor(threadId, principal);
     // Restored first, so the count of messages before the run is known (GET /threads/:id serves the history up to it).
     await agent.restore();
     const baseCount = agent.state.messages.length;
@@ -129,8 +132,8 @@ export class RunRegistry {
         served.log.append({ ...frame, seq: seq + 1, runId: served.log.runId });
         this.release(threadId, served.log.runId);
       };
-      const runOptions: RunOptions =
-        budget === undefined ? { signal: controller.signal } : { signal: controller.signal, limits: budget.limits };
+      const base: RunOptions = { signal: controller.signal, principal };
+      const runOptions: RunOptions = budget === undefined ? base : { ...base, limits: budget.limits };
       const subscription = open(agent, runOptions)
         .pipe(throttleDeltas(flushMs), numberEvents())
         .subscribe({

@@ -6,6 +6,7 @@ import type { Observable } from 'rxjs';
 import type { z } from 'zod';
 import type { ToolCall, ToolResultContent } from './content.js';
 import type { ToolDefinition } from './provider.js';
+import type { Principal } from './principal.js';
 import type { Usage } from './usage.js';
 
 /**
@@ -32,6 +33,8 @@ export interface AgentToolResult<TDetails = unknown> {
 export interface ToolRunInfo {
   readonly runId: string;
   readonly threadId: string | undefined;
+  /** Who the run acts for (`RunOptions.principal`), if anyone: a sub-agent's run inherits it. */
+  readonly principal?: Principal | undefined;
   readonly depth: number;
   /** When the run's deadline passes (ms since the epoch; its own or one it inherited), if it has one. */
   readonly deadlineAt: number | undefined;
@@ -68,6 +71,11 @@ export interface ToolExecuteContext<TDetails = unknown> {
   readonly onUpdate: (partialResult: AgentToolResult<TDetails>) => void;
   /** The call being executed, as the model made it. */
   readonly toolCall: ToolCall;
+  /**
+   * Who the run acts for (`RunOptions.principal`: the server's authenticated caller), so a tool can act as that user;
+   * `undefined` for a run started without one.
+   */
+  readonly principal?: Principal | undefined;
   /**
    * Reports what this call spends on model calls of its own (a sub-agent's), as it spends it: added to the run's
    * budget at once (a `BudgetCap` on the run cancels the sub-runs it bounds when it is reached), and stored as the

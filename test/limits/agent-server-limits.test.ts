@@ -21,9 +21,13 @@ import {
 } from 'cubepi';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { LimitExceededError, getThread, respond, startRun, type SequencedEvent } from 'cubepi/client';
-import { MemoryLimitStore } from 'cubepi/server';
+import { bearerToken, MemoryLimitStore, type AccessDenied } from 'cubepi/server';
 import { deferred } from '../helpers.js';
 import { serve, type Served } from '../server/serve-helpers.js';
+
+const FREE = 'free-token-0123456789';
+const PAID = 'paid-token-0123456789';
+const ADMIN = 'admin-token-012345678';
 
 let served: Served | undefined;
 afterEach(async () => {
@@ -311,21 +315,47 @@ describe('createAgentServer with limits', () => {
     expect((await post(served.base, '/threads/t9/runs', { input: 'fine' })).status).toBe(201);
   });
 
-  it('gives each principal the limits of its tier (the policy function), and no limits to one it answers undefined for', async () => {
-    const seen: string[] = [];
+  it('gives each principal the limits of its tier, counts each apart, and audits every 429 (metrics, onAccessDenied)', async () => {
     const { agent } = agents(holdTool());
+    const denied: AccessDenied[] = [];
     served = await serve({
       agent,
       flushMs: 0,
+      authenticate: bearerToken({
+        [FREE]: { id: 'free-user', claims: { tier: 'free' } },
+        [PAID]: { id: 'paid-user', claims: { tier: 'paid' } },
+        [ADMIN]: { id: 'admin', roles: ['admin'] },
+      }),
+      onAccessDenied: (d) => denied.push(d),
       limits: {
-        policy: (principal) => (
-          seen.push(principal.id),
-          principal.id === 'anonymous' ? undefined : { concurrentRuns: 0 }
-        ),
+        policy: (principal) =>
+          principal.roles?.includes('admin') === true
+            ? undefined
+            : principal.claims?.tier === 'paid'
+              ? { requestsPerMinute: 3 }
+              : { requestsPerMinute: 1 },
         store: new MemoryLimitStore({ now: () => T0 }),
       },
     });
-    expect((await post(served.base, '/threads/t1/runs', { input: 'hi' })).status).toBe(201);
-    expect(seen).toEqual(['anonymous']);
+    const start = (token: string, thread: string) =>
+      fetch(`${served!.base}/threads/${thread}/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ input: 'hi' }),
+      }).then((r) => r.status);
+    const statuses: Record<string, number[]> = { free: [], paid: [], admin: [] };
+    for (let i = 0; i < 4; i++) {
+      statuses.free!.push(await start(FREE, `free-${i}`));
+      statuses.paid!.push(await start(PAID, `paid-${i}`));
+      statuses.admin!.push(await start(ADMIN, `admin-${i}`));
+    }
+    expect(statuses).toEqual({ free: [201, 429, 429, 429], paid: [201, 201, 201, 429], admin: [201, 201, 201, 201] });
+    expect(served.server.metrics()).toMatchObject({ limited: 4 });
+    expect(denied.map((d) => [d.principal?.id, d.action, d.status, d.resource])).toEqual([
+      ['free-user', 'start_run', 429, { type: 'thread', threadId: 'free-1', owner: undefined }],
+      ['free-user', 'start_run', 429, { type: 'thread', threadId: 'free-2', owner: undefined }],
+      ['free-user', 'start_run', 429, { type: 'thread', threadId: 'free-3', owner: undefined }],
+      ['paid-user', 'start_run', 429, { type: 'thread', threadId: 'paid-3', owner: undefined }],
+    ]);
   });
 });
