@@ -72,7 +72,7 @@ export function createLimiter(
   const onError = options.onError ?? ((error: unknown) => console.warn('cubepi limits:', error));
   return {
     async admit(principal, runId, action, threadId) {
-      const limits = limitsFor(options.policy as LimitsPolicy<Principal>, principal);
+      const limits = limitsFor(options.policy, principal);
       if (limits === undefined) return undefined;
       const admission = await store.admit(principal.id, runId, limits);
       if (!admission.admitted) {
