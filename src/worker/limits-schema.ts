@@ -42,10 +42,11 @@ const MIGRATE_LOCK_CLASS = 0x63726c6d; // "crlm"
  * table — so a run ends its slot wherever it ends, and a worker that dies leaks nothing — or, for a run not queued
  * yet, for `UNQUEUED_SLOT_SECONDS`.
  *
- * The admit function does the whole check in one statement: it locks the principal's counters row (two admissions of
- * one principal run one after the other, on any node), drops its slots that no longer count, checks `usdPerDay`,
- * `tokensPerMinute`, `requestsPerMinute`, `concurrentRuns` in that order, and either answers the first refusal or
- * counts the request and inserts the slot. Windows use the database's clock, the same for every node.
+ * The admit function does the whole check in one call (one round trip): it locks the principal's counters row (two
+ * admissions of one principal run one after the other, on any node), checks `usdPerDay`, `tokensPerMinute`,
+ * `requestsPerMinute`, `concurrentRuns` in that order — at the concurrency limit, after dropping the principal's slots
+ * that no longer count — and either answers the first refusal or counts the request and inserts the slot. Windows use
+ * the database's clock, the same for every node. A worker deletes the slot of each run it ends.
  */
 const ddl = (t: LimitTables): string => `
   CREATE TABLE IF NOT EXISTS ${t.counters} (
@@ -78,10 +79,15 @@ const ddl = (t: LimitTables): string => `
     v_runs integer := (p_limits->>'concurrentRuns')::integer;
     c ${t.counters}%ROWTYPE;
     v_active integer;
+    v_dropped integer;
   BEGIN
-    INSERT INTO ${t.counters} (principal, minute_start, day_start) VALUES (p_principal, v_minute, v_day)
-      ON CONFLICT (principal) DO NOTHING;
-    SELECT * INTO c FROM ${t.counters} WHERE principal = p_principal FOR UPDATE;
+    -- Counters, not records: this transaction's commit does not wait for the WAL flush (a crash of the database may
+    -- forget the last fraction of a second of counts; it never corrupts them). It is most of a start's cost otherwise.
+    PERFORM set_config('synchronous_commit', 'off', true);
+    -- One statement creates the row or locks the existing one (the no-op update takes its row lock) and reads it.
+    INSERT INTO ${t.counters} AS k (principal, minute_start, day_start) VALUES (p_principal, v_minute, v_day)
+      ON CONFLICT (principal) DO UPDATE SET principal = k.principal
+      RETURNING * INTO c;
     IF c.minute_start <> v_minute THEN c.minute_requests := 0; c.minute_tokens := 0; END IF;
     IF c.day_start <> v_day THEN c.day_usd := 0; END IF;
     IF v_usd IS NOT NULL AND c.day_usd >= v_usd THEN
@@ -97,12 +103,18 @@ const ddl = (t: LimitTables): string => `
         v_rpm::double precision, v_minute_left;
       RETURN;
     END IF;
-    DELETE FROM ${t.slots} s WHERE s.principal = p_principal AND NOT (
-      EXISTS (SELECT 1 FROM ${t.runs} r WHERE r.run_id = s.run_id AND r.status <> 'ended')
-      OR (s.created_at > v_now - interval '${UNQUEUED_SLOT_SECONDS} seconds'
-          AND NOT EXISTS (SELECT 1 FROM ${t.runs} r WHERE r.run_id = s.run_id)));
     IF v_runs IS NOT NULL THEN
       SELECT count(*) INTO v_active FROM ${t.slots} s WHERE s.principal = p_principal;
+      IF v_active >= v_runs THEN
+        -- At the limit by the rows: drop the slots that no longer count (their runs ended without releasing them, or
+        -- were never queued), then count again. Workers release the slots of the runs they end, so this is rare.
+        DELETE FROM ${t.slots} s WHERE s.principal = p_principal AND NOT (
+          EXISTS (SELECT 1 FROM ${t.runs} r WHERE r.run_id = s.run_id AND r.status <> 'ended')
+          OR (s.created_at > v_now - interval '${UNQUEUED_SLOT_SECONDS} seconds'
+              AND NOT EXISTS (SELECT 1 FROM ${t.runs} r WHERE r.run_id = s.run_id)));
+        GET DIAGNOSTICS v_dropped = ROW_COUNT;
+        v_active := v_active - v_dropped;
+      END IF;
       IF v_active >= v_runs THEN
         RETURN QUERY SELECT 'too_many_runs', 'concurrentRuns', v_active::double precision, v_runs::double precision,
           1000::bigint;

@@ -130,6 +130,16 @@ describe.skipIf(!pgAvailable)('limits across two API nodes and two workers (Post
         retryAfterMs: 1000,
       },
     });
+    // The other route that starts work, an approval's answer (behind a queued run: not checked against the store), too.
+    const admittedThread = `t${statuses.indexOf(201)}`;
+    const answer = await fetch(`${b}/threads/${admittedThread}/approvals/req-1`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ALICE}` },
+      body: JSON.stringify({ approve: true }),
+    });
+    expect(answer.status).toBe(429);
+    expect(answer.headers.get('retry-after')).toBe('1');
+    expect(await answer.json()).toMatchObject({ error: { code: 'too_many_runs' } });
     // Bob has slots of his own.
     expect((await post(b, BOB, 'bob-1')).status).toBe(201);
     // The client's Observable errors typed and retryable, from either node.
