@@ -175,6 +175,21 @@ describe('createAgentServer with limits', () => {
     expect(resumed.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
   });
 
+  it('lets exactly concurrentRuns of simultaneous starts pass', async () => {
+    const hold = holdTool();
+    const { agent } = agents(hold);
+    const store = new MemoryLimitStore({ now: () => T0 });
+    served = await serve({ agent, flushMs: 0, limits: { policy: { concurrentRuns: 2 }, store } });
+    const statuses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        post(served!.base, `/threads/hold-${i}/runs`, { input: 'x' }).then((r) => r.status),
+      ),
+    );
+    expect(statuses.filter((s) => s === 201)).toHaveLength(2);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(6);
+    hold.release();
+  });
+
   describe.each(['sse', 'websocket'] as const)('cubepi/client over %s', (transport) => {
     it('errors with a LimitExceededError (rate_limited, retryable, retryAfterMs) over requestsPerMinute', async () => {
       const { agent } = agents(holdTool());

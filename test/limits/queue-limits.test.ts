@@ -162,6 +162,31 @@ describe.skipIf(!pgAvailable)('limits across two API nodes and two workers (Post
     expect((await post(a, ALICE, 'after-3')).status).toBe(429);
   });
 
+  it('frees the slot of a run that ended without a worker (cancelled while queued) and of one never queued', async () => {
+    const [a, b] = [await apiNode({ concurrentRuns: 1 }), await apiNode({ concurrentRuns: 1 })];
+    const first = (await (await post(a, ALICE, 'q1')).json()) as { runId: string };
+    expect((await post(b, ALICE, 'q2')).status).toBe(429);
+    // Cancelled while queued: it ends at once, no worker sees it; the next admission drops its slot.
+    const cancel = await fetch(`${b}/runs/${first.runId}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${ALICE}` },
+    });
+    expect(await cancel.json()).toMatchObject({ cancelled: true });
+    const second = await post(b, ALICE, 'q3');
+    expect(second.status).toBe(201);
+    const { runId } = (await second.json()) as { runId: string };
+    // A slot whose run was never queued (its API node died in between) counts for 60 s, then no more.
+    await admin.query(`DELETE FROM "${schema}".cubepi_runs WHERE run_id = $1`, [runId]);
+    expect((await post(a, ALICE, 'q4')).status).toBe(429);
+    await admin.query(
+      `UPDATE "${schema}".cubepi_limit_slots SET created_at = created_at - interval '61 seconds' WHERE run_id = $1`,
+      [runId],
+    );
+    expect((await post(a, ALICE, 'q5')).status).toBe(201);
+    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".cubepi_limit_slots`);
+    expect(rows[0]).toEqual({ n: 1 });
+  });
+
   it('holds requestsPerMinute across both nodes (one fixed minute on the database clock), per principal', async () => {
     await awayFromMinuteEdge();
     const [a, b] = [await apiNode({ requestsPerMinute: 3 }), await apiNode({ requestsPerMinute: 3 })];
