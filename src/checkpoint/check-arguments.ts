@@ -73,18 +73,34 @@ export function checkExtra(extra: unknown): asserts extra is Readonly<Record<str
  * `listThreads` options, checked and decoded. The built-ins number threads in creation order (1, 2, …, never
  * reused) and use that number, in decimal, as the cursor: `before` is the number of the cursor's thread.
  */
-export function checkListOptions(options: ListThreadsOptions | undefined): { limit: number; before?: number } {
+export function checkListOptions(options: ListThreadsOptions | undefined): {
+  limit: number;
+  before?: number;
+  owner?: string;
+} {
   const limit = options?.limit ?? DEFAULT_LIST_LIMIT;
   if (!Number.isSafeInteger(limit) || limit < 1) {
     throw new InvalidInputError(`limit must be a positive integer, got ${String(limit)}`);
   }
+  const owner = options?.owner;
+  if (owner !== undefined && (typeof owner !== 'string' || owner === '')) {
+    throw new InvalidInputError(`owner must be a non-empty string, got ${JSON.stringify(owner) ?? String(owner)}`);
+  }
   const after = options?.after;
-  if (after === undefined) return { limit };
+  if (after === undefined) return owner === undefined ? { limit } : { limit, owner };
   const before = typeof after === 'string' && /^[1-9][0-9]{0,15}$/.test(after) ? Number(after) : NaN;
   if (!Number.isSafeInteger(before)) {
     throw new InvalidInputError(`Not a thread cursor: ${JSON.stringify(after) ?? String(after)}`);
   }
-  return { limit, before };
+  return owner === undefined ? { limit, before } : { limit, before, owner };
+}
+
+/** A `claimThread` owner, checked: a non-empty string (a `Principal.id`). */
+export function checkOwner(owner: unknown): string {
+  if (typeof owner !== 'string' || owner === '') {
+    throw new InvalidInputError(`owner must be a non-empty string, got ${JSON.stringify(owner) ?? String(owner)}`);
+  }
+  return owner;
 }
 
 /** The cursor of the thread numbered `order` (see {@link checkListOptions}). */

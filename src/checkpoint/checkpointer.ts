@@ -40,6 +40,11 @@ export interface ListThreadsOptions {
   readonly limit?: number | undefined;
   /** The `cursor` of the last thread of the previous page: list the threads created before that one. */
   readonly after?: string | undefined;
+  /**
+   * Only the threads this owner owns (a `Principal.id`; see {@link Checkpointer.claimThread}). A backend without
+   * owners ignores it, so check {@link Checkpointer.claimThread} exists before relying on it.
+   */
+  readonly owner?: string | undefined;
 }
 
 /** One thread in a {@link Checkpointer.listThreads} page. */
@@ -61,6 +66,8 @@ export interface ThreadInfo {
    * messages `[0, atSeq)` are the parent's. Absent for a thread that is not a fork.
    */
   readonly parent?: ForkParent | undefined;
+  /** The `Principal.id` that owns the thread ({@link Checkpointer.claimThread}); absent for an unowned thread. */
+  readonly owner?: string | undefined;
 }
 
 /** Where a fork comes from: {@link ThreadInfo.parent}. */
@@ -161,6 +168,20 @@ export interface Checkpointer {
    * refuses `fork()` and `retryFrom()` with `InvalidStateError`. Every built-in has it.
    */
   fork?(threadId: string, options: ForkOptions): Promise<ForkResult>;
+
+  /**
+   * Creates the thread (no messages, `{}` extra) owned by `owner` if it does not exist, in one atomic step, and
+   * resolves with the owner now stored: `owner` when this call created it (or it was already theirs), another id
+   * when someone else owns it, `null` for a thread written without an owner (by `append` or `saveExtra` alone, or
+   * before the store had owners). An existing thread's owner is never changed. A fork gets its parent's owner.
+   *
+   * Optional, like {@link Checkpointer.threadOwner} (a backend has both or neither): `cubepi/server` stores every
+   * thread's owner with it through them, and keeps owners in its own memory for a checkpointer without them.
+   */
+  claimThread?(threadId: string, owner: string): Promise<string | null>;
+
+  /** The thread's owner: its id, `null` for an unowned thread, `undefined` for a thread that does not exist. */
+  threadOwner?(threadId: string): Promise<string | null | undefined>;
 
   /**
    * Releases what the checkpointer owns (a database it opened, a pool it created); a database or pool passed in by

@@ -16,6 +16,7 @@ import {
   checkExtra,
   checkForkOptions,
   checkListOptions,
+  checkOwner,
   checkThreadId,
   cursorOf,
   forkTargetExists,
@@ -36,6 +37,8 @@ interface StoredThread {
   /** The seq of the first own row: 0, or a fork's `atSeq`. */
   readonly base: number;
   extra: string;
+  /** The owner's `Principal.id`; `null` for a thread written without one. */
+  readonly owner: string | null;
   readonly createdAt: number;
   updatedAt: number;
 }
@@ -115,7 +118,7 @@ export class MemoryCheckpointer implements Checkpointer {
       if (atSeq > seq) throw atSeqOutOfRange(threadId, atSeq, seq);
       const taken = this.#threads.get(newThreadId);
       if (taken !== undefined) throw forkTargetExists(newThreadId, seqOf(taken));
-      this.#create(newThreadId, { threadId, thread: parent, atSeq }, parent.extra);
+      this.#create(newThreadId, { threadId, thread: parent, atSeq }, parent.extra, parent.owner);
       parent.forks.add(newThreadId);
       return { threadId: newThreadId, seq: atSeq };
     } catch (error) {
@@ -126,13 +129,14 @@ export class MemoryCheckpointer implements Checkpointer {
   /** {@inheritDoc Checkpointer.listThreads} */
   async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
     try {
-      const { limit, before } = checkListOptions(options);
+      const { limit, before, owner } = checkListOptions(options);
       // A Map iterates in insertion order, which is creation order: walk it backwards from the cursor.
       const threads = [...this.#threads.entries()];
       const page: ThreadInfo[] = [];
       for (let i = threads.length - 1; i >= 0 && page.length < limit; i--) {
         const [threadId, thread] = threads[i]!;
         if (before !== undefined && thread.order >= before) continue;
+        if (owner !== undefined && thread.owner !== owner) continue;
         const { parent } = thread;
         page.push({
           threadId,
@@ -141,11 +145,33 @@ export class MemoryCheckpointer implements Checkpointer {
           updatedAt: thread.updatedAt,
           cursor: cursorOf(thread.order),
           ...(parent === undefined ? {} : { parent: { threadId: parent.threadId, atSeq: parent.atSeq } }),
+          ...(thread.owner === null ? {} : { owner: thread.owner }),
         });
       }
       return page;
     } catch (error) {
       throw toCheckpointError(error, 'listThreads');
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.claimThread} */
+  async claimThread(threadId: string, owner: string): Promise<string | null> {
+    try {
+      checkThreadId(threadId);
+      checkOwner(owner);
+      return (this.#threads.get(threadId) ?? this.#create(threadId, undefined, '{}', owner)).owner;
+    } catch (error) {
+      throw toCheckpointError(error, 'claimThread', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.threadOwner} */
+  async threadOwner(threadId: string): Promise<string | null | undefined> {
+    try {
+      checkThreadId(threadId);
+      return this.#threads.get(threadId)?.owner;
+    } catch (error) {
+      throw toCheckpointError(error, 'threadOwner', threadId);
     }
   }
 
@@ -163,7 +189,7 @@ export class MemoryCheckpointer implements Checkpointer {
     }
   }
 
-  #create(threadId: string, parent?: StoredThread['parent'], extra = '{}'): StoredThread {
+  #create(threadId: string, parent?: StoredThread['parent'], extra = '{}', owner: string | null = null): StoredThread {
     const now = Date.now();
     const thread: StoredThread = {
       order: ++this.#lastOrder,
@@ -172,6 +198,7 @@ export class MemoryCheckpointer implements Checkpointer {
       rows: [],
       base: parent?.atSeq ?? 0,
       extra,
+      owner,
       createdAt: now,
       updatedAt: now,
     };

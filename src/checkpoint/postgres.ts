@@ -27,6 +27,7 @@ import {
   checkExtra,
   checkForkOptions,
   checkListOptions,
+  checkOwner,
   checkThreadId,
   cursorOf,
   forkTargetExists,
@@ -65,7 +66,7 @@ export interface PostgresCheckpointerOptions {
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */
-export const POSTGRES_SCHEMA_VERSION = 2;
+export const POSTGRES_SCHEMA_VERSION = 3;
 
 // Migration n (index n - 1) takes a store from version n - 1 to n. Never edit one that was released: add the next.
 // Message and extra rows are JSONB; the few texts JSONB cannot hold (U+0000, a lone surrogate) go to the *_raw text
@@ -97,6 +98,11 @@ const MIGRATIONS: readonly ((t: Tables) => string)[] = [
     ALTER TABLE ${t.threads} ADD COLUMN parent_id bigint REFERENCES ${t.threads} (id);
     ALTER TABLE ${t.threads} ADD COLUMN fork_seq bigint NOT NULL DEFAULT 0;
     CREATE INDEX ${t.parentIndex} ON ${t.threads} (parent_id) WHERE parent_id IS NOT NULL;`,
+  // 3: owners. The Principal.id that created the thread (claimThread); existing threads get NULL: unowned. A
+  // nullable column without a default rewrites nothing.
+  (t) => `
+    ALTER TABLE ${t.threads} ADD COLUMN owner text;
+    CREATE INDEX ${t.ownerIndex} ON ${t.threads} (owner, id) WHERE owner IS NOT NULL;`,
 ];
 
 interface Tables {
@@ -106,6 +112,8 @@ interface Tables {
   readonly versions: string;
   /** The index of forks by parent (unqualified: an index lives in its table's schema). */
   readonly parentIndex: string;
+  /** The index of threads by owner (unqualified). */
+  readonly ownerIndex: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
@@ -192,6 +200,7 @@ export class PostgresCheckpointer implements Checkpointer {
       messages: q('messages'),
       versions: q('schema_version'),
       parentIndex: `"${prefix}threads_parent"`,
+      ownerIndex: `"${prefix}threads_owner"`,
     };
     this.#sql = statements(this.#tables);
     this.#prepared = options.preparedStatements ?? true;
@@ -304,19 +313,62 @@ export class PostgresCheckpointer implements Checkpointer {
   /** {@inheritDoc Checkpointer.listThreads} */
   async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
     try {
-      const { limit, before } = checkListOptions(options);
+      const { limit, before, owner } = checkListOptions(options);
       await this.#migrated();
-      const result = await this.#query(this.#pool, this.#sql.list, [before ?? Number.MAX_SAFE_INTEGER, limit]);
-      return result.rows.map(([id, threadId, nextSeq, createdAt, updatedAt, parent, forkSeq]) => ({
+      const result =
+        owner === undefined
+          ? await this.#query(this.#pool, this.#sql.list, [before ?? Number.MAX_SAFE_INTEGER, limit])
+          : await this.#query(this.#pool, this.#sql.listOwned, [before ?? Number.MAX_SAFE_INTEGER, limit, owner]);
+      return result.rows.map(([id, threadId, nextSeq, createdAt, updatedAt, parent, forkSeq, rowOwner]) => ({
         threadId: threadId as string,
         messageCount: Number(nextSeq),
         createdAt: Number(createdAt),
         updatedAt: Number(updatedAt),
         cursor: cursorOf(Number(id)),
         ...(parent === null ? {} : { parent: { threadId: parent as string, atSeq: Number(forkSeq) } }),
+        ...(rowOwner === null ? {} : { owner: rowOwner as string }),
       }));
     } catch (error) {
       throw toCheckpointError(error, 'listThreads');
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.claimThread} */
+  async claimThread(threadId: string, owner: string): Promise<string | null> {
+    try {
+      checkThreadId(threadId);
+      checkOwner(owner);
+      await this.#migrated();
+      // The insert returns the row it created; when the thread exists (or a racing claim committed first: the insert
+      // waits for it, then does nothing), the second statement reads the stored owner.
+      for (let attempt = 1; ; attempt++) {
+        const created = await this.#query(this.#pool, this.#sql.claim, [threadId, owner]);
+        if (created.rows.length === 1) return created.rows[0]![0] as string;
+        const stored = await this.#query(this.#pool, this.#sql.owner, [threadId]);
+        if (stored.rows.length === 1) return stored.rows[0]![0] as string | null;
+        // Deleted between the two statements: claim again rather than report an owner nobody has.
+        if (attempt === 3) {
+          throw new CheckpointError({
+            operation: 'claimThread',
+            threadId,
+            message: `Checkpoint claimThread failed for thread "${threadId}": it kept being created and deleted`,
+          });
+        }
+      }
+    } catch (error) {
+      throw toCheckpointError(error, 'claimThread', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.threadOwner} */
+  async threadOwner(threadId: string): Promise<string | null | undefined> {
+    try {
+      checkThreadId(threadId);
+      await this.#migrated();
+      const stored = await this.#query(this.#pool, this.#sql.owner, [threadId]);
+      return stored.rows.length === 0 ? undefined : (stored.rows[0]![0] as string | null);
+    } catch (error) {
+      throw toCheckpointError(error, 'threadOwner', threadId);
     }
   }
 
@@ -541,8 +593,9 @@ function statements(t: Tables) {
     // $1 parent, $2 atSeq, $3 new thread. Inserts nothing when the parent is missing or shorter than atSeq, or the
     // new id is taken.
     fork: `
-      INSERT INTO ${t.threads} (thread_id, next_seq, extra, extra_raw, created_at, updated_at, parent_id, fork_seq)
-      SELECT $3, $2::bigint, p.extra, p.extra_raw, ${NOW_MS}, ${NOW_MS}, p.id, $2::bigint
+      INSERT INTO ${t.threads}
+        (thread_id, next_seq, extra, extra_raw, created_at, updated_at, parent_id, fork_seq, owner)
+      SELECT $3, $2::bigint, p.extra, p.extra_raw, ${NOW_MS}, ${NOW_MS}, p.id, $2::bigint, p.owner
       FROM ${t.threads} p WHERE p.thread_id = $1 AND p.next_seq >= $2::bigint
       ON CONFLICT (thread_id) DO NOTHING
       RETURNING id`,
@@ -562,9 +615,17 @@ function statements(t: Tables) {
       ON CONFLICT (thread_id) DO UPDATE
         SET extra = excluded.extra, extra_raw = excluded.extra_raw, updated_at = excluded.updated_at`,
     list: `
-      SELECT t.id, t.thread_id, t.next_seq, t.created_at, t.updated_at, p.thread_id, t.fork_seq
+      SELECT t.id, t.thread_id, t.next_seq, t.created_at, t.updated_at, p.thread_id, t.fork_seq, t.owner
       FROM ${t.threads} t LEFT JOIN ${t.threads} p ON p.id = t.parent_id
       WHERE t.id < $1::bigint ORDER BY t.id DESC LIMIT $2`,
+    listOwned: `
+      SELECT t.id, t.thread_id, t.next_seq, t.created_at, t.updated_at, p.thread_id, t.fork_seq, t.owner
+      FROM ${t.threads} t LEFT JOIN ${t.threads} p ON p.id = t.parent_id
+      WHERE t.owner = $3 AND t.id < $1::bigint ORDER BY t.id DESC LIMIT $2`,
+    claim: `
+      INSERT INTO ${t.threads} (thread_id, next_seq, extra, created_at, updated_at, owner)
+      VALUES ($1, 0, '{}', ${NOW_MS}, ${NOW_MS}, $2) ON CONFLICT (thread_id) DO NOTHING RETURNING owner`,
+    owner: `SELECT owner FROM ${t.threads} WHERE thread_id = $1`,
     deleteThread: `DELETE FROM ${t.threads} WHERE thread_id = $1`,
     deleteMessages: `DELETE FROM ${t.messages} WHERE thread_id = $1`,
   };

@@ -26,6 +26,7 @@ import {
   checkExtra,
   checkForkOptions,
   checkListOptions,
+  checkOwner,
   checkThreadId,
   cursorOf,
   forkTargetExists,
@@ -76,7 +77,7 @@ export interface SQLiteCheckpointerOptions {
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */
-export const SQLITE_SCHEMA_VERSION = 2;
+export const SQLITE_SCHEMA_VERSION = 3;
 
 // Migration n (index n - 1) takes a store from version n - 1 to n. Never edit one that was released: add the next.
 const MIGRATIONS: readonly ((prefix: string) => string)[] = [
@@ -101,6 +102,10 @@ const MIGRATIONS: readonly ((prefix: string) => string)[] = [
     ALTER TABLE "${p}threads" ADD COLUMN parent_id INTEGER;
     ALTER TABLE "${p}threads" ADD COLUMN fork_seq INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX "${p}threads_parent" ON "${p}threads" (parent_id) WHERE parent_id IS NOT NULL;`,
+  // 3: owners. The Principal.id that created the thread (claimThread); existing threads get NULL: unowned.
+  (p) => `
+    ALTER TABLE "${p}threads" ADD COLUMN owner TEXT;
+    CREATE INDEX "${p}threads_owner" ON "${p}threads" (owner, id) WHERE owner IS NOT NULL;`,
 ];
 
 const PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
@@ -114,6 +119,7 @@ type ListRow = {
   updated_at: number;
   parent: string | null;
   fork_seq: number;
+  owner: string | null;
 };
 type LoadedThread = { next_seq: number; extra: string; parent_id: number | null };
 
@@ -160,8 +166,15 @@ export class SQLiteCheckpointer implements Checkpointer {
   readonly #loadThread: Database.Statement<[string], LoadedThread>;
   readonly #loadMessages: Database.Statement<[string], [number, string]>;
   readonly #loadForkMessages: Database.Statement<[string], [number, string]>;
-  readonly #selectParent: Database.Statement<[string], { id: number; next_seq: number; extra: string }>;
-  readonly #insertFork: Database.Statement<[string, number, string, number, number, number, number]>;
+  readonly #selectParent: Database.Statement<
+    [string],
+    { id: number; next_seq: number; extra: string; owner: string | null }
+  >;
+  readonly #claim: Database.Statement<[string, number, number, string]>;
+  readonly #selectOwner: Database.Statement<[string], { owner: string | null }>;
+  readonly #claimOwner: Database.Transaction<(threadId: string, owner: string) => string | null>;
+  readonly #listOwned: Database.Statement<[string, number, number], ListRow>;
+  readonly #insertFork: Database.Statement<[string, number, string, number, number, number, number, string | null]>;
   readonly #selectForks: Database.Statement<[string], string>;
   readonly #upsertExtra: Database.Statement<[string, string, number, number]>;
   readonly #list: Database.Statement<[number, number], ListRow>;
@@ -215,10 +228,17 @@ export class SQLiteCheckpointer implements Checkpointer {
         .prepare<[string], [number, string]>(`SELECT seq, body FROM ${messages} WHERE thread_id = ? ORDER BY seq`)
         .raw(true);
       this.#loadForkMessages = db.prepare<[string], [number, string]>(forkMessagesSql(threads, messages)).raw(true);
-      this.#selectParent = db.prepare(`SELECT id, next_seq, extra FROM ${threads} WHERE thread_id = ?`);
+      this.#selectParent = db.prepare(`SELECT id, next_seq, extra, owner FROM ${threads} WHERE thread_id = ?`);
       this.#insertFork = db.prepare(
-        `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at, parent_id, fork_seq)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at, parent_id, fork_seq, owner)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      this.#claim = db.prepare(
+        `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at, owner) VALUES (?, 0, '{}', ?, ?, ?)
+         ON CONFLICT (thread_id) DO NOTHING`,
+      );
+      this.#selectOwner = db.prepare<[string], { owner: string | null }>(
+        `SELECT owner FROM ${threads} WHERE thread_id = ?`,
       );
       this.#selectForks = db
         .prepare<[string], string>(
@@ -230,11 +250,15 @@ export class SQLiteCheckpointer implements Checkpointer {
         `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at) VALUES (?, 0, ?, ?, ?)
          ON CONFLICT (thread_id) DO UPDATE SET extra = excluded.extra, updated_at = excluded.updated_at`,
       );
-      this.#list = db.prepare(
-        `SELECT t.id, t.thread_id, t.next_seq, t.created_at, t.updated_at, p.thread_id AS parent, t.fork_seq
-         FROM ${threads} t LEFT JOIN ${threads} p ON p.id = t.parent_id
-         WHERE t.id < ? ORDER BY t.id DESC LIMIT ?`,
-      );
+      const listColumns = `t.id, t.thread_id, t.next_seq, t.created_at, t.updated_at, p.thread_id AS parent,
+         t.fork_seq, t.owner FROM ${threads} t LEFT JOIN ${threads} p ON p.id = t.parent_id`;
+      this.#list = db.prepare(`SELECT ${listColumns} WHERE t.id < ? ORDER BY t.id DESC LIMIT ?`);
+      this.#listOwned = db.prepare(`SELECT ${listColumns} WHERE t.owner = ? AND t.id < ? ORDER BY t.id DESC LIMIT ?`);
+      this.#claimOwner = db.transaction((threadId: string, owner: string) => {
+        const now = Date.now();
+        this.#claim.run(threadId, now, now, owner);
+        return this.#selectOwner.get(threadId)!.owner;
+      });
       this.#deleteMessages = db.prepare(`DELETE FROM ${messages} WHERE thread_id = ?`);
       this.#deleteThread = db.prepare(`DELETE FROM ${threads} WHERE thread_id = ?`);
       // One read transaction: the counter and the rows come from the same snapshot, whatever other processes do.
@@ -271,7 +295,7 @@ export class SQLiteCheckpointer implements Checkpointer {
         const taken = this.#selectThread.get(newThreadId);
         if (taken !== undefined) throw forkTargetExists(newThreadId, taken.next_seq);
         const now = Date.now();
-        this.#insertFork.run(newThreadId, atSeq, parent.extra, now, now, parent.id, atSeq);
+        this.#insertFork.run(newThreadId, atSeq, parent.extra, now, now, parent.id, atSeq, parent.owner);
       });
     } catch (error) {
       if (this.#owned) this.#db.close();
@@ -330,19 +354,47 @@ export class SQLiteCheckpointer implements Checkpointer {
   /** {@inheritDoc Checkpointer.listThreads} */
   async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
     try {
-      const { limit, before } = checkListOptions(options);
+      const { limit, before, owner } = checkListOptions(options);
+      const rows = (): ListRow[] =>
+        owner === undefined
+          ? this.#list.all(before ?? Number.MAX_SAFE_INTEGER, limit)
+          : this.#listOwned.all(owner, before ?? Number.MAX_SAFE_INTEGER, limit);
       const list = (): ThreadInfo[] =>
-        this.#list.all(before ?? Number.MAX_SAFE_INTEGER, limit).map((row) => ({
+        rows().map((row) => ({
           threadId: row.thread_id,
           messageCount: row.next_seq,
           createdAt: row.created_at,
           updatedAt: row.updated_at,
           cursor: cursorOf(row.id),
           ...(row.parent === null ? {} : { parent: { threadId: row.parent, atSeq: row.fork_seq } }),
+          ...(row.owner === null ? {} : { owner: row.owner }),
         }));
       return retryWhileBusy(list, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'listThreads' });
     } catch (error) {
       throw toCheckpointError(error, 'listThreads');
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.claimThread} */
+  async claimThread(threadId: string, owner: string): Promise<string | null> {
+    try {
+      checkThreadId(threadId);
+      checkOwner(owner);
+      const claim = (): string | null => this.#claimOwner.immediate(threadId, owner);
+      return retryWhileBusy(claim, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'claimThread', threadId });
+    } catch (error) {
+      throw toCheckpointError(error, 'claimThread', threadId);
+    }
+  }
+
+  /** {@inheritDoc Checkpointer.threadOwner} */
+  async threadOwner(threadId: string): Promise<string | null | undefined> {
+    try {
+      checkThreadId(threadId);
+      const read = (): string | null | undefined => this.#selectOwner.get(threadId)?.owner;
+      return retryWhileBusy(read, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'threadOwner', threadId });
+    } catch (error) {
+      throw toCheckpointError(error, 'threadOwner', threadId);
     }
   }
 

@@ -102,6 +102,8 @@ export interface Access {
   authenticate(request: Request): Promise<Principal>;
   /** Whether `principal` may; a refusal is counted and reported (as 404). Never throws. */
   allowed(principal: Principal, action: AccessAction, resource: AccessResource): Promise<boolean>;
+  /** `authorize`'s verdict, neither counted nor reported (filtering a list is not a refusal). Never throws. */
+  permits(principal: Principal, action: AccessAction, resource: AccessResource): Promise<boolean>;
   /** Counts and reports a refusal decided elsewhere (a limit's 429). Never throws. */
   deny(denied: AccessDenied): void;
   /** True when the default rule is in force (so a list can be filtered by owner in the store). */
@@ -131,6 +133,13 @@ export function createAccess(options: AccessOptions, fallback: Authenticator | u
   const authenticator = options.authenticate ?? fallback;
   const authorize = options.authorize ?? ownerOnly;
   const counts = { unauthenticated: 0, forbidden: 0, limited: 0 };
+  const permits = async (principal: Principal, action: AccessAction, resource: AccessResource) => {
+    try {
+      return (await authorize(principal, action, resource)) === true;
+    } catch {
+      return false;
+    }
+  };
   const report = (denied: AccessDenied) => {
     if (denied.status === 401) counts.unauthenticated++;
     else if (denied.status === 404) counts.forbidden++;
@@ -155,13 +164,9 @@ export function createAccess(options: AccessOptions, fallback: Authenticator | u
       report({ principal: undefined, action: undefined, resource: undefined, status: 401 });
       throw unauthenticated();
     },
+    permits,
     async allowed(principal, action, resource) {
-      let verdict: boolean;
-      try {
-        verdict = (await authorize(principal, action, resource)) === true;
-      } catch {
-        verdict = false;
-      }
+      const verdict = await permits(principal, action, resource);
       if (!verdict) report({ principal, action, resource, status: 404 });
       return verdict;
     },

@@ -6,9 +6,10 @@
  */
 import type { Agent } from '../agent/agent.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
-import { AgentBusyError, ConfigurationError } from '../types/errors.js';
+import { AgentBusyError, ConfigurationError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
+import type { RunBudget } from '../types/limits.js';
 import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
@@ -22,7 +23,9 @@ import { HttpError, json, readJsonBody } from './http.js';
 import type { AccessAction } from './access.js';
 import { createLimiter, type ServerLimitsOptions } from './limiter.js';
 import { MemoryLimitStore } from './memory-limit-store.js';
+import { createOwnership } from './ownership.js';
 import { RunRegistry } from './run-registry.js';
+import { threadOwners } from './thread-owners.js';
 import {
   checkThread,
   corsPolicy,
@@ -74,7 +77,7 @@ export interface AgentServer extends HttpAgentServer {
   /** @internal The registry, for the Node adapters. */
   readonly registry: RunRegistry;
   /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
-  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => FrameReader;
+  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => Promise<FrameReader>;
 }
 
 /**
@@ -111,15 +114,39 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const admit = (principal: Principal, action: AccessAction, threadId: string) =>
     limiter?.admit(principal, globalThis.crypto.randomUUID(), action, threadId) ?? Promise.resolve(undefined);
 
+  const owners = threadOwners(options.checkpointer);
+  const ownership = createOwnership(settings.access, owners, options.checkpointer);
+
+  /**
+   * The thread claimed for an admitted run: after the limit check, so a refused request claims nothing; a claim that
+   * fails (another's thread: 404) frees the run's slot.
+   */
+  async function claimAdmitted(
+    budget: RunBudget | undefined,
+    principal: Principal,
+    action: 'start_run' | 'chat' | 'ag_ui',
+    threadId: string,
+  ) {
+    try {
+      return await ownership.claim(principal, action, threadId);
+    } catch (error) {
+      void budget?.release();
+      throw error;
+    }
+  }
+
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     const input = (body as { input?: unknown } | null)?.input;
     if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
+    const budget = await admit(principal, 'start_run', threadId);
+    const owner = await claimAdmitted(budget, principal, 'start_run', threadId);
     const runId = await registry.start(
       threadId,
       principal,
+      owner,
       (agent, runOptions) => agent.prompt$(input as string | Message | readonly Message[], runOptions),
-      await admit(principal, 'start_run', threadId),
+      budget,
     );
     return json(201, { runId, threadId });
   }
@@ -128,11 +155,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function chat(principal: Principal, request: Request): Promise<Response> {
     const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
+    const budget = await admit(principal, 'chat', threadId);
+    const owner = await claimAdmitted(budget, principal, 'chat', threadId);
     const runId = await registry.start(
       threadId,
       principal,
+      owner,
       (agent, runOptions) => agent.prompt$(text, runOptions),
-      await admit(principal, 'chat', threadId),
+      budget,
     );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
@@ -142,11 +172,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function agUi(principal: Principal, request: Request): Promise<Response> {
     const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
+    const budget = await admit(principal, 'ag_ui', threadId);
+    const owner = await claimAdmitted(budget, principal, 'ag_ui', threadId);
     const runId = await registry.start(
       threadId,
       principal,
+      owner,
       (agent, runOptions) => agent.prompt$(text, runOptions),
-      await admit(principal, 'ag_ui', threadId),
+      budget,
     );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
@@ -154,7 +187,11 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   }
 
   /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
-  function resumeChat(_principal: Principal, threadId: string): Response {
+  async function resumeChat(principal: Principal, threadId: string): Promise<Response> {
+    // A thread the caller may not read answers as one with no active run.
+    if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
+      return new Response(null, { status: 204 });
+    }
     const active = registry.activeRun(threadId);
     if (active === undefined) return new Response(null, { status: 204 });
     return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
@@ -167,9 +204,13 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     requestId: string,
   ): Promise<Response> {
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
+    // A thread the caller may not answer on is answered as one without that request (nothing is applied).
+    const allowed = await ownership.onThread(principal, 'answer_approval', threadId);
+    if (allowed === undefined) throw new StaleApprovalError(requestId, 'unknown');
     const runId = await registry.start(
       threadId,
       principal,
+      allowed.owner,
       (agent, runOptions) => agent.respond$(requestId, answer, runOptions),
       await admit(principal, 'answer_approval', threadId),
     );
@@ -177,6 +218,10 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   }
 
   async function getThread(principal: Principal, threadId: string): Promise<Response> {
+    // A thread the caller may not read answers exactly as one that does not exist: empty, nothing active.
+    if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
+      return json(200, { threadId, messages: [], pending: [], activeRunId: null });
+    }
     const agent = await registry.agentFor(threadId, principal);
     // A run that has started but not emitted yet makes restore() busy: the thread is restored by then anyway.
     if (registry.activeRun(threadId) === undefined) {
@@ -195,26 +240,27 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     });
   }
 
-  async function listThreads(_principal: Principal, url: URL): Promise<Response> {
-    if (options.checkpointer === undefined) {
-      return json(200, { threads: registry.cachedThreads().map((threadId) => ({ threadId })) });
-    }
-    const limit = url.searchParams.get('limit');
-    const after = url.searchParams.get('after');
-    const threads = await options.checkpointer.listThreads({
-      ...(limit !== null ? { limit: Number(limit) } : {}),
-      ...(after !== null ? { after } : {}),
-    });
-    return json(200, { threads });
+  async function listThreads(principal: Principal, url: URL): Promise<Response> {
+    return json(200, await ownership.list(principal, url, () => registry.cachedThreads()));
   }
 
-  function cancelRun(_principal: Principal, runId: string): Response {
-    if (registry.log(runId) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+  async function cancelRun(principal: Principal, runId: string): Promise<Response> {
+    const run = registry.runInfo(runId);
+    if (run === undefined || !(await ownership.onRun(principal, 'cancel_run', run))) {
+      throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    }
     return json(202, { runId, cancelled: registry.cancel(runId) });
   }
 
-  /** A reader of the run's frames after `Last-Event-ID` (or `?after=`): 404 for an unknown run, 410 when gone. */
-  function openRunStream(runId: string, lastEventId: string | null, _principal: Principal): FrameReader {
+  /**
+   * A reader of the run's frames after `Last-Event-ID` (or `?after=`) for `principal`: 404 for an unknown run or one
+   * it may not watch (the same answer), 410 when gone.
+   */
+  async function openRunStream(runId: string, lastEventId: string | null, principal: Principal): Promise<FrameReader> {
+    const run = registry.runInfo(runId);
+    if (run === undefined || !(await ownership.onRun(principal, 'watch_run', run))) {
+      throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
+    }
     const log = registry.log(runId);
     if (log === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
     const after = resumePosition(lastEventId);
@@ -226,9 +272,9 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     }
   }
 
-  function streamRun(principal: Principal, request: Request, url: URL, runId: string): Response {
+  async function streamRun(principal: Principal, request: Request, url: URL, runId: string): Promise<Response> {
     return sseStreamResponse(
-      openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
+      await openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
     );
   }
 

@@ -17,6 +17,8 @@ import { HttpError, json, readJsonBody } from './http.js';
 import type { AccessAction } from './access.js';
 import { createLimiter, type ServerLimitsOptions } from './limiter.js';
 import { ObservedFrameReader } from './observed-frame-reader.js';
+import { createOwnership } from './ownership.js';
+import { threadOwners } from './thread-owners.js';
 import {
   corsPolicy,
   createFetchHandler,
@@ -38,6 +40,8 @@ export type QueueRunRequest = (
 ) & {
   /** Who the run acts for: stored with the run, passed by the worker in its run options. */
   readonly principal?: Principal | undefined;
+  /** Whose the run is: the thread owner's `Principal.id` (`null`: an unowned thread). */
+  readonly owner?: string | null | undefined;
   /** The run's id, a UUID (given with `limits`: the run's slot is held under it before it is queued). */
   readonly runId?: string | undefined;
 };
@@ -53,8 +57,16 @@ export interface ServedRunQueue {
   cancel(runId: string, reason?: string): Promise<boolean>;
   /** The run's frames after `after` (replay, then the live tail), its terminal frame last. Cold. */
   frames(runId: string, options?: { readonly after?: number | undefined }): Observable<WireFrame>;
-  /** The run, or `undefined` for an unknown id. */
-  run(runId: string): Promise<{ readonly runId: string } | undefined>;
+  /**
+   * The run, or `undefined` for an unknown id; with its thread and owner (`RunQueue.run` gives both: the server checks
+   * the owner before a watch or a cancel, and treats a run without one as unowned).
+   */
+  run(
+    runId: string,
+  ): Promise<
+    | { readonly runId: string; readonly threadId?: string | undefined; readonly owner?: string | null | undefined }
+    | undefined
+  >;
   /**
    * The thread's oldest run that has not ended; `baseCount` (the thread's messages when it started) once a worker
    * started it.
@@ -112,21 +124,30 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   );
 
   /**
-   * Queues the run: with limits, under an id of its own whose slot the principal's admission holds first (freed by
-   * the run's end, wherever it runs; here when queueing failed). 429 over a limit, nothing queued.
+   * Queues the run `build` makes: with limits, admitted first (so a refused request claims no thread), under an id of
+   * its own whose slot the admission holds (freed by the run's end, wherever it runs; here when building or queueing
+   * failed). 429 over a limit, nothing queued.
    */
-  async function enqueueAdmitted(principal: Principal, action: AccessAction, run: QueueRunRequest): Promise<string> {
-    if (limiter === undefined) return queue.enqueue(run);
+  async function enqueueAdmitted(
+    principal: Principal,
+    action: AccessAction,
+    threadId: string,
+    build: () => Promise<QueueRunRequest>,
+  ): Promise<string> {
+    if (limiter === undefined) return queue.enqueue(await build());
     const runId = globalThis.crypto.randomUUID();
-    const budget = await limiter.admit(principal, runId, action, run.threadId);
-    if (budget === undefined) return queue.enqueue(run);
+    const budget = await limiter.admit(principal, runId, action, threadId);
     try {
-      return await queue.enqueue({ ...run, runId });
+      const run = await build();
+      return await queue.enqueue(budget === undefined ? run : { ...run, runId });
     } catch (error) {
-      await budget.release();
+      await budget?.release();
       throw error;
     }
   }
+
+  const owners = threadOwners(checkpointer);
+  const ownership = createOwnership(settings.access, owners, checkpointer);
 
   const checkOpen = () => {
     if (closed) throw new HttpError(503, 'closing', 'the server is closing');
@@ -137,12 +158,13 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     const input = (body as { input?: unknown } | null)?.input;
     if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
-    const runId = await enqueueAdmitted(principal, 'start_run', {
+    const runId = await enqueueAdmitted(principal, 'start_run', threadId, async () => ({
       threadId,
       agent,
       input: input as string | Message | readonly Message[],
       principal,
-    });
+      owner: await ownership.claim(principal, 'start_run', threadId),
+    }));
     return json(201, { runId, threadId });
   }
 
@@ -154,6 +176,9 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   ): Promise<Response> {
     checkOpen();
     const answer = (await readJsonBody(request, settings.maxBodyBytes)) as ApprovalAnswer;
+    // A thread the caller may not answer on is answered as one without that request (nothing is queued).
+    const allowed = await ownership.onThread(principal, 'answer_approval', threadId);
+    if (allowed === undefined) throw new StaleApprovalError(requestId, 'unknown');
     // With no run ahead of it, the stored approvals are the truth: a stale answer is refused here, as in process.
     // Behind a run, the request may not be stored yet (that run is suspending): the answer's own run decides.
     if ((await queue.activeRun(threadId)) === undefined) {
@@ -161,12 +186,9 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       if (request === undefined) throw new StaleApprovalError(requestId, 'unknown');
       if (request.answer !== undefined) throw new StaleApprovalError(requestId, 'answered');
     }
-    const runId = await enqueueAdmitted(principal, 'answer_approval', {
-      threadId,
-      agent,
-      respond: { requestId, answer },
-      principal,
-    });
+    const runId = await enqueueAdmitted(principal, 'answer_approval', threadId, () =>
+      Promise.resolve({ threadId, agent, respond: { requestId, answer }, principal, owner: allowed.owner }),
+    );
     return json(200, { runId, threadId });
   }
 
@@ -179,7 +201,11 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     return decodeStoredExtra(stored.extra).approvals?.requests ?? [];
   }
 
-  async function getThread(_principal: Principal, threadId: string): Promise<Response> {
+  async function getThread(principal: Principal, threadId: string): Promise<Response> {
+    // A thread the caller may not read answers exactly as one that does not exist: empty, nothing active.
+    if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
+      return json(200, { threadId, messages: [], pending: [], activeRunId: null });
+    }
     // The history up to the active run, read between two looks at that run: when both see the same run (or none), the
     // stored messages were read while it was the thread's active run, so its `baseCount` cuts them where it began.
     for (let attempt = 0; ; attempt++) {
@@ -201,17 +227,21 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     }
   }
 
-  async function listThreads(_principal: Principal, url: URL): Promise<Response> {
-    const limit = url.searchParams.get('limit');
-    const after = url.searchParams.get('after');
-    const threads = await checkpointer.listThreads({
-      ...(limit !== null ? { limit: Number(limit) } : {}),
-      ...(after !== null ? { after } : {}),
-    });
-    return json(200, { threads });
+  async function listThreads(principal: Principal, url: URL): Promise<Response> {
+    return json(200, await ownership.list(principal, url, () => []));
   }
 
-  async function cancelRun(_principal: Principal, runId: string): Promise<Response> {
+  /** Resolves when `principal` may do `action` on the run; rejects with 404 (as for a missing run) otherwise. */
+  async function ownedRun(principal: Principal, action: 'watch_run' | 'cancel_run', runId: string): Promise<void> {
+    const run = await queue.run(runId);
+    const owned = run === undefined ? undefined : { runId, threadId: run.threadId, owner: run.owner ?? null };
+    if (owned === undefined || !(await ownership.onRun(principal, action, owned))) {
+      throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    }
+  }
+
+  async function cancelRun(principal: Principal, runId: string): Promise<Response> {
+    await ownedRun(principal, 'cancel_run', runId);
     try {
       return json(202, { runId, cancelled: await queue.cancel(runId, 'cancelled by a client') });
     } catch (error) {
@@ -224,11 +254,11 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   async function openRunStream(
     runId: string,
     lastEventId: string | null,
-    _principal: Principal,
+    principal: Principal,
   ): Promise<ObservedFrameReader> {
     checkOpen();
     const after = resumePosition(lastEventId);
-    if ((await queue.run(runId)) === undefined) throw new HttpError(404, 'unknown_run', `no run ${runId}`);
+    await ownedRun(principal, 'watch_run', runId);
     checkOpen();
     const reader: ObservedFrameReader = new ObservedFrameReader(
       queue.frames(runId, { after }),

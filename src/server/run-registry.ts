@@ -29,6 +29,8 @@ interface ServedRun {
   readonly controller: AbortController;
   /** How many messages the thread had when the run started: the run's own messages come after. */
   readonly baseCount: number;
+  /** The thread's owner when the run started: the run is theirs. */
+  readonly owner: string | null;
 }
 
 interface LiveRun {
@@ -66,6 +68,14 @@ export class RunRegistry {
     return agent;
   }
 
+  /** The run's thread and owner (live, or ended and still retained). */
+  runInfo(
+    runId: string,
+  ): { readonly runId: string; readonly threadId: string; readonly owner: string | null } | undefined {
+    const served = this.runs.get(runId);
+    return served === undefined ? undefined : { runId, threadId: served.log.threadId, owner: served.owner };
+  }
+
   /** The log of a run (live, or ended and still retained). */
   log(runId: string): RunLog | undefined {
     return this.runs.get(runId)?.log;
@@ -84,8 +94,8 @@ export class RunRegistry {
   }
 
   /**
-   * Starts the run `start` opens on the thread's agent for `principal` (in its run options), coalesced and numbered, and resolves with its run id once its
-   * first event is logged — or with `null` when the Observable completes with no event (an approval that was not the
+   * Starts the run `start` opens on the thread's agent for `principal` (in its run options), coalesced and numbered,
+   * and resolves with its run id once its first event is logged — or with `null` when the Observable completes with no event (an approval that was not the
    * last of its batch). Rejects with the run's error when it fails before its first event (a busy agent, bad input).
    * With a `budget` (the principal's limits), the run is opened with its `limits` and the budget is released when the
    * run ends, or when it never started.
@@ -93,11 +103,12 @@ export class RunRegistry {
   async start(
     threadId: string,
     principal: Principal,
+    owner: string | null,
     open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
     budget?: RunBudget,
   ): Promise<string | null> {
     try {
-      return await this.startRun(threadId, principal, open, budget);
+      return await this.startRun(threadId, principal, owner, open, budget);
     } catch (error) {
       void budget?.release();
       throw error;
@@ -107,6 +118,7 @@ export class RunRegistry {
   private async startRun(
     threadId: string,
     principal: Principal,
+    owner: string | null,
     open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
     budget: RunBudget | undefined,
   ): Promise<string | null> {
@@ -140,7 +152,7 @@ export class RunRegistry {
           next: (event) => {
             seq = event.seq;
             if (served === undefined) {
-              served = { log: new RunLog(event.runId, threadId, { maxFrames }), controller, baseCount };
+              served = { log: new RunLog(event.runId, threadId, { maxFrames }), controller, baseCount, owner };
               this.runs.set(event.runId, served);
               this.activeByThread.set(threadId, event.runId);
               resolve(event.runId);

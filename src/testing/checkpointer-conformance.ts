@@ -17,6 +17,7 @@ import { serializeMessage, type AssistantMessage, type Message, type UserMessage
 import { assert } from './assert.js';
 import { assertConflict, assertConflictError, codeOf, text, user } from './conformance-helpers.js';
 import { forkConformanceTests } from './checkpointer-fork-conformance.js';
+import { ownerConformanceTests } from './checkpointer-owner-conformance.js';
 
 /** A backend under test: a checkpointer on an empty store, and how to reach that store again. */
 export interface CheckpointerFixture {
@@ -53,6 +54,12 @@ export interface CheckpointerConformanceOptions {
    * indeed absent (an `Agent` then refuses `fork()` and `retryFrom()`).
    */
   readonly fork?: boolean | undefined;
+  /**
+   * Whether the backend implements the optional owners (`claimThread`, `threadOwner`, `listThreads({ owner })`;
+   * default `true`). `false` declares a backend without them: the owner cases are replaced by one that checks they
+   * are absent (`cubepi/server` then keeps owners in its own memory).
+   */
+  readonly owners?: boolean | undefined;
 }
 
 type Make = () => Checkpointer | CheckpointerFixture | Promise<Checkpointer | CheckpointerFixture>;
@@ -76,7 +83,9 @@ interface Store {
  * reload after reopening; copies, not aliases; refused writes leaving nothing behind; and `fork` (unless `fork: false`):
  * the shared prefix and copied `extra`, independence of fork and parent, forks at 0 and at `seq`, chains 40 deep with
  * cut-offs below a parent's own, `ThreadInfo.parent`, deleting a parent with forks refused (`ThreadHasForksError`),
- * bad forks refused with typed errors that write nothing, and a fork through another handle while the parent grows. Errors are recognised by their
+ * bad forks refused with typed errors that write nothing, and a fork through another handle while the parent grows;
+ * and owners (unless `owners: false`): `claimThread`, `threadOwner`, `listThreads({ owner })`, a fork's owner, racing
+ * claims. Errors are recognised by their
  * `code`, so a backend built against another copy of cubepi passes too.
  *
  * @example
@@ -502,6 +511,22 @@ export function checkpointerConformance(make: Make, options: CheckpointerConform
       });
     } else {
       forkConformanceTests(test);
+    }
+    if (options.owners === false) {
+      test('owners: declared absent ({ owners: false }), and absent', async ({ checkpointer }) => {
+        assert.equal(
+          typeof checkpointer.claimThread,
+          'undefined',
+          'the backend has claimThread(): drop { owners: false }',
+        );
+        assert.equal(
+          typeof checkpointer.threadOwner,
+          'undefined',
+          'the backend has threadOwner(): drop { owners: false }',
+        );
+      });
+    } else {
+      ownerConformanceTests(test);
     }
   });
 }

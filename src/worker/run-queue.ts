@@ -3,6 +3,7 @@
  * any process. See `docs/scale-out.md`.
  * @module
  */
+import { isPrincipal, type Principal } from '../types/principal.js';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { ConstructorOptions, PgBoss } from 'pg-boss';
@@ -60,6 +61,10 @@ export type RunRequest = (
       readonly agent: string;
       /** What `agent.prompt$(input)` takes: text, a message, or messages. */
       readonly input: string | Message | readonly Message[];
+      /** Who the run acts for: stored with the run; the worker passes it to the agent factory and the run options. */
+      readonly principal?: Principal | undefined;
+      /** Whose the run is (the thread owner's `Principal.id`; default: `principal.id`, else none). */
+      readonly owner?: string | null | undefined;
     }
   | {
       readonly threadId: string;
@@ -68,6 +73,10 @@ export type RunRequest = (
       readonly respond: { readonly requestId: string; readonly answer: ApprovalAnswer };
     }
 ) & {
+  /** Who the run acts for: stored with the run; the worker passes it to the agent factory and the run options. */
+  readonly principal?: Principal | undefined;
+  /** Whose the run is (the thread owner's `Principal.id`; default: `principal.id`, else none). */
+  readonly owner?: string | null | undefined;
   /**
    * The run's id (default: a fresh UUID): give it when something must be keyed by the run before it is queued (the
    * limit check of `createQueueServer` holds the principal's run slot under it). A UUID; an id in use is refused.
@@ -98,6 +107,10 @@ export interface QueuedRun {
   readonly endedAt: Date | undefined;
   /** How many messages the thread had when the run started: the run's own messages come after. */
   readonly baseCount: number | undefined;
+  /** Whose the run is (`RunRequest.owner`): a `Principal.id`, or `null` for a run nobody owns. */
+  readonly owner: string | null;
+  /** Who the run acts for (`RunRequest.principal`), if anyone. */
+  readonly principal: Principal | undefined;
 }
 
 /** Options of {@link RunQueue.events} and {@link RunQueue.frames}. */
@@ -337,8 +350,16 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
       const priority = await agentNumber(checked.agent).catch(database(runId, 'enqueue'));
       await inTransaction(pool, async (client) => {
         await client.query(
-          `INSERT INTO ${tables.runs} (run_id, thread_id, agent, request, routed) VALUES ($1, $2, $3, $4, true)`,
-          [runId, checked.threadId, checked.agent, JSON.stringify(checked.request)],
+          `INSERT INTO ${tables.runs} (run_id, thread_id, agent, request, routed, owner, principal)
+           VALUES ($1, $2, $3, $4, true, $5, $6)`,
+          [
+            runId,
+            checked.threadId,
+            checked.agent,
+            JSON.stringify(checked.request),
+            checked.owner,
+            checked.principal === undefined ? null : JSON.stringify(checked.principal),
+          ],
         );
         const data: RunJobData = { runId, threadId: checked.threadId, agent: checked.agent };
         // The agent's number as the job's priority: workers fetch only their agents' numbers. The queue's
@@ -524,6 +545,8 @@ export interface RunRow {
   created_at: Date;
   started_at: Date | null;
   ended_at: Date | null;
+  owner: string | null;
+  principal: Principal | null;
 }
 
 function toQueuedRun(row: RunRow): QueuedRun {
@@ -542,20 +565,43 @@ function toQueuedRun(row: RunRow): QueuedRun {
     startedAt: row.started_at ?? undefined,
     endedAt: row.ended_at ?? undefined,
     baseCount: row.base_count ?? undefined,
+    owner: row.owner,
+    principal: row.principal ?? undefined,
   };
 }
 
-function checkRequest(request: RunRequest): {
-  threadId: string;
-  agent: string;
-  request: RunRow['request'];
-  runId: string | undefined;
-} {
+interface CheckedRequest {
+  readonly threadId: string;
+  readonly agent: string;
+  readonly request: RunRow['request'];
+  readonly principal: Principal | undefined;
+  readonly owner: string | null;
+  readonly runId: string | undefined;
+}
+
+function checkRequest(request: RunRequest): CheckedRequest {
   if (typeof request !== 'object' || request === null) throw new InvalidInputError('enqueue: expected a request');
   const runId = request.runId;
   if (runId !== undefined && !(typeof runId === 'string' && UUID.test(runId))) {
     throw new InvalidInputError('enqueue: `runId` must be a UUID');
   }
+  const who = checkWho(request);
+  return { ...checkWhat(request), ...who, runId };
+}
+
+/** The principal and owner of a request, checked (`InvalidInputError` for a principal without an id). */
+function checkWho(request: RunRequest): { principal: Principal | undefined; owner: string | null } {
+  const { principal, owner } = request;
+  if (principal !== undefined && !isPrincipal(principal)) {
+    throw new InvalidInputError('enqueue: `principal` must be a Principal ({ id: a non-empty string })');
+  }
+  if (owner !== undefined && owner !== null && (typeof owner !== 'string' || owner === '')) {
+    throw new InvalidInputError('enqueue: `owner` must be a principal id (a non-empty string) or null');
+  }
+  return { principal, owner: owner === undefined ? (principal?.id ?? null) : owner };
+}
+
+function checkWhat(request: RunRequest): { threadId: string; agent: string; request: RunRow['request'] } {
   const problem = threadIdProblem(request.threadId);
   if (problem !== undefined) throw new InvalidInputError(`enqueue: ${problem}`);
   if (typeof request.agent !== 'string' || request.agent === '') {
@@ -569,12 +615,12 @@ function checkRequest(request: RunRequest): {
     if (typeof answer !== 'object' || answer === null) {
       throw new InvalidInputError('enqueue: `respond.answer` must be { approve: true }, { deny } or { edit }');
     }
-    return { threadId: request.threadId, agent: request.agent, request: { kind: 'respond', requestId, answer }, runId };
+    return { threadId: request.threadId, agent: request.agent, request: { kind: 'respond', requestId, answer } };
   }
   const input = (request as { input?: unknown }).input;
   const validInput = typeof input === 'string' || Array.isArray(input) || (typeof input === 'object' && input !== null);
   if (!validInput) throw new InvalidInputError('enqueue: `input` must be text, a message or messages');
-  return { threadId: request.threadId, agent: request.agent, request: { kind: 'prompt', input }, runId };
+  return { threadId: request.threadId, agent: request.agent, request: { kind: 'prompt', input } };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

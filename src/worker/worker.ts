@@ -3,6 +3,7 @@
  * run-event log, and survives its own death (another worker resumes the thread). See `docs/scale-out.md`.
  * @module
  */
+import type { Principal } from '../types/principal.js';
 import { hostname } from 'node:os';
 import pg from 'pg';
 import type { JobWithMetadata, PgBoss } from 'pg-boss';
@@ -19,8 +20,12 @@ import { toWireError, type WireError, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError, RunQueueError } from './errors.js';
 import { queueInternals, type QueueInternals, type RunJobData, type RunQueue, type RunRow } from './run-queue.js';
 
-/** Builds the agent of a thread for one run (called once per run; the worker disposes the agent after it). */
-export type AgentFactory = (threadId: string) => Agent | Promise<Agent>;
+/**
+ * Builds the agent of a thread for one run (called once per run; the worker disposes the agent after it), told who
+ * the run acts for: the principal stored with the run (`RunRequest.principal`), `undefined` for a run queued without
+ * one. The run options carry it too, so hooks and tools see it as `ctx.principal`.
+ */
+export type AgentFactory = (threadId: string, principal?: Principal | undefined) => Agent | Promise<Agent>;
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
@@ -276,7 +281,7 @@ class RunExecutor {
       }
       let agent: Agent;
       try {
-        agent = await factory(threadId);
+        agent = await factory(threadId, row.principal ?? undefined);
         if (typeof (agent as Partial<Agent> | undefined)?.restore !== 'function') {
           throw new TypeError(`it returned ${agent === null ? 'null' : typeof agent}, not an Agent`);
         }
@@ -491,13 +496,16 @@ function chooseRun(
   baseCount: number,
 ): ((options: RunOptions) => Observable<AgentEvent>) | Finished {
   const request = row.request;
+  // Every run option of the run carries who it acts for (hooks and tools see it as ctx.principal).
+  const as = (options: RunOptions): RunOptions =>
+    row.principal === null ? options : { ...options, principal: row.principal };
   if (request.kind === 'respond') {
     if (agent.pending.some((pending) => pending.requestId === request.requestId)) {
-      return (options) => agent.respond$(request.requestId, request.answer, options);
+      return (options) => agent.respond$(request.requestId, request.answer, as(options));
     }
-    if (row.attempts <= 1) return (options) => agent.respond$(request.requestId, request.answer, options);
+    if (row.attempts <= 1) return (options) => agent.respond$(request.requestId, request.answer, as(options));
   } else if (agent.state.messages.length <= baseCount) {
-    return (options) => agent.prompt$(request.input as string | Message | readonly Message[], options);
+    return (options) => agent.prompt$(request.input as string | Message | readonly Message[], as(options));
   }
   const messages = agent.state.messages.slice(baseCount);
   if (agent.pending.length > 0) return { outcome: 'suspended', messages, pending: agent.pending };
@@ -507,7 +515,7 @@ function chooseRun(
     const outcome = last.stopReason === 'aborted' ? 'cancelled' : last.stopReason === 'error' ? 'failed' : 'completed';
     return { outcome, messages, pending: undefined };
   }
-  return (options) => resumeOrNothing(agent, options);
+  return (options) => resumeOrNothing(agent, as(options));
 }
 
 /** `resume$`, or an empty run when the history gives the model nothing to answer (InvalidStateError). */

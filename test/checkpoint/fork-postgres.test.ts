@@ -68,13 +68,17 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer forks', () => {
     const [info] = await checkpointer.listThreads();
     expect(info).toMatchObject({ threadId: 'old', messageCount: 3, createdAt: 10, updatedAt: 20 });
     expect(info?.parent).toBeUndefined();
+    // Migration 3 (owners): a thread from before owners is unowned, and a claim does not adopt it.
+    expect(info?.owner).toBeUndefined();
+    expect(await checkpointer.threadOwner('old')).toBeNull();
+    expect(await checkpointer.claimThread('old', 'mallory')).toBeNull();
     await checkpointer.fork('old', { atSeq: 2, newThreadId: 'new' });
     await checkpointer.append('new', [user('n')], { expectedSeq: 2 });
     await checkpointer.append('old', [user('m3')], { expectedSeq: 3 });
     expect(texts((await checkpointer.load('new'))?.messages)).toEqual(['m0', 'm1', 'n']);
     expect(texts((await checkpointer.load('old'))?.messages)).toEqual(['m0', 'm1', 'm2', 'm3']);
     const version = await admin!.query(`SELECT version FROM "${name}".cubepi_schema_version`);
-    expect(version.rows).toEqual([{ version: 2 }]);
+    expect(version.rows).toEqual([{ version: 3 }]);
     await checkpointer.close();
   });
 

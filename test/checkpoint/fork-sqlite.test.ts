@@ -68,6 +68,10 @@ describe('SQLiteCheckpointer forks', () => {
       const [info] = await checkpointer.listThreads();
       expect(info).toMatchObject({ threadId: 'old', messageCount: 3, createdAt: 10, updatedAt: 20 });
       expect(info?.parent).toBeUndefined();
+      // Migration 3 (owners): a thread from before owners is unowned, and a claim does not adopt it.
+      expect(info?.owner).toBeUndefined();
+      expect(await checkpointer.threadOwner('old')).toBeNull();
+      expect(await checkpointer.claimThread('old', 'mallory')).toBeNull();
       await checkpointer.fork('old', { atSeq: 2, newThreadId: 'new' });
       await checkpointer.append('new', [user('n')], { expectedSeq: 2 });
       await checkpointer.append('old', [user('m3')], { expectedSeq: 3 });
@@ -77,7 +81,7 @@ describe('SQLiteCheckpointer forks', () => {
       await checkpointer.close();
     }
     const db = new Database(path, { readonly: true });
-    expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(2);
+    expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(3);
     db.close();
   });
 

@@ -63,7 +63,7 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer', () => {
     { name: 'conformance (a pool per writer, a schema per test)', describe, it },
   );
 
-  it('migrates an empty database: the schema, three tables, version 2 — once, however many start together', async () => {
+  it('migrates an empty database: the schema, three tables, version 3 — once, however many start together', async () => {
     const name = schema('migrate');
     const writers = Array.from({ length: 8 }, () => new PostgresCheckpointer(pool({ max: 1 }), { schema: name }));
     await Promise.all(writers.map((w) => w.migrate()));
@@ -77,7 +77,7 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer', () => {
       'cubepi_threads',
     ]);
     const versions = await admin!.query(`SELECT id, version FROM "${name}".cubepi_schema_version`);
-    expect(versions.rows).toEqual([{ id: 1, version: 2 }]);
+    expect(versions.rows).toEqual([{ id: 1, version: 3 }]);
     const pk = await admin!.query<{ attname: string }>(
       `SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
        WHERE i.indrelid = $1::regclass AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)`,
@@ -100,7 +100,7 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer', () => {
     const later = new PostgresCheckpointer(pool(), { schema: name });
     const error = await later.append('t', [user('b')]).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(CheckpointSchemaError);
-    expect(error).toMatchObject({ code: 'checkpoint_schema', found: 99, supported: 2 });
+    expect(error).toMatchObject({ code: 'checkpoint_schema', found: 99, supported: 3 });
     expect((error as Error).message).toContain('newer than this cubepi supports');
     await expect(later.migrate()).rejects.toBeInstanceOf(CheckpointSchemaError);
     await expect(later.load('t')).rejects.toBeInstanceOf(CheckpointSchemaError);

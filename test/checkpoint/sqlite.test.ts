@@ -62,7 +62,7 @@ describe('SQLiteCheckpointer on a file', () => {
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
       const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cubepi_%'`).pluck();
       expect((tables.all() as string[]).sort()).toEqual(['cubepi_messages', 'cubepi_schema_version', 'cubepi_threads']);
-      expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(2);
+      expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(3);
       const pk = db.prepare(`SELECT name FROM pragma_table_info('cubepi_messages') WHERE pk > 0 ORDER BY pk`).pluck();
       expect(pk.all()).toEqual(['thread_id', 'seq']);
       expect(existsSync(`${path}-wal`)).toBe(true);
@@ -98,7 +98,7 @@ describe('SQLiteCheckpointer on a file', () => {
     await second.close();
     const db = new Database(path, { readonly: true });
     expect(db.prepare('SELECT count(*) FROM cubepi_schema_version').pluck().get()).toBe(1);
-    expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(2);
+    expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(3);
     db.close();
   });
 
@@ -117,7 +117,7 @@ describe('SQLiteCheckpointer on a file', () => {
       error = caught;
     }
     expect(error).toBeInstanceOf(CheckpointSchemaError);
-    expect(error).toMatchObject({ code: 'checkpoint_schema', found: 99, supported: 2 });
+    expect(error).toMatchObject({ code: 'checkpoint_schema', found: 99, supported: 3 });
     expect((error as Error).message).toContain('newer than this cubepi supports');
     expect(() => new SQLiteCheckpointer(db)).toThrow(CheckpointSchemaError);
     expect(db.prepare('SELECT count(*) FROM sqlite_master').pluck().get()).toBe(before);
