@@ -36,5 +36,12 @@ export {
   type Authorize,
 } from './access.js';
 export { bearerToken } from './auth.js';
+export {
+  jwtAuthenticator,
+  type JsonWebKeySet,
+  type Jwk,
+  type JwtAuthenticatorOptions,
+  type JwtKeys,
+} from './jwt-authenticator.js';
 export { attachWebSocket, toNodeListener, type WebSocketOptions } from './node.js';
 export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

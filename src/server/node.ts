@@ -9,7 +9,7 @@ import { Readable } from 'node:stream';
 import { jsonOf, sseChunk, type RunStreamReader } from './frame-pump.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
 import type { Principal } from '../types/principal.js';
-import type { HttpAgentServer } from './routes.js';
+import { isOwnFetch, type HttpAgentServer } from './routes.js';
 import type { WebSocket } from 'ws';
 
 /**
@@ -32,8 +32,9 @@ export function toNodeListener(server: HttpAgentServer): (req: IncomingMessage, 
 }
 
 async function serve(server: HttpAgentServer, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  // The fan-out route, served straight on the socket: no Request, Headers, Response or stream per watcher.
-  if (req.method === 'GET') {
+  // The fan-out route, served straight on the socket: no Request, Headers, Response or stream per watcher. Only for
+  // the server's own `fetch`: one an application wrapped (to deny a caller) must see every request.
+  if (req.method === 'GET' && isOwnFetch(Reflect.get(server, 'fetch'))) {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const { basePath } = server.settings;
     const match = url.pathname.startsWith(basePath) ? RUN_EVENTS.exec(url.pathname.slice(basePath.length)) : null;
@@ -161,6 +162,7 @@ const RUN_EVENTS = /^\/runs\/([^/]+)\/events$/;
 const REASONS: Readonly<Record<number, string>> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   410: 'Gone',
   503: 'Service Unavailable',
@@ -205,6 +207,13 @@ export async function attachWebSocket(
         principal = await access.authenticate(headRequest(req));
       } catch {
         return refuse(401, 'Unauthorized');
+      }
+      // A `fetch` the application wrapped decides too: the same path over SSE must be one it answers with 200.
+      if (!isOwnFetch(Reflect.get(server, 'fetch'))) {
+        const response = await server.fetch(headRequest(req)).catch(() => undefined);
+        await response?.body?.cancel().catch(() => undefined);
+        if (response?.status !== 200)
+          return refuse(response?.status ?? 500, REASONS[response?.status ?? 500] ?? 'Error');
       }
       let runId: string;
       try {

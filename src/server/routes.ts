@@ -145,6 +145,18 @@ export function corsPolicy(options: ServingOptions): (origin: string | null) => 
   return (origin) => (origin !== null && origins.has(origin) ? corsHeaders(origin) : undefined);
 }
 
+/** The Fetch handlers `createFetchHandler` made: the Node adapters' fast paths apply only to these. */
+const ownHandlers = new WeakSet<object>();
+
+/**
+ * True when `fetch` is a server's own handler, not one an application wrapped around it (to deny callers, log, …):
+ * then the Node adapters may serve `GET /runs/:id/events` without it, since they make the same access decision.
+ * @internal
+ */
+export function isOwnFetch(fetch: unknown): boolean {
+  return typeof fetch === 'function' && ownHandlers.has(fetch);
+}
+
 /**
  * The Fetch handler of a server: the base path, CORS (preflight included), the caller's principal (401 without one),
  * then the route table; any
@@ -187,7 +199,7 @@ export function createFetchHandler(
     throw new HttpError(404, 'not_found', `no route ${method} ${path}`);
   }
 
-  return async (request) => {
+  const handler = async (request: Request): Promise<Response> => {
     const cors = corsFor(request.headers.get('origin'));
     let response: Response;
     try {
@@ -201,6 +213,8 @@ export function createFetchHandler(
     if (cors !== undefined) for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
     return response;
   };
+  ownHandlers.add(handler);
+  return handler;
 }
 
 function corsHeaders(origin: string): Record<string, string> {

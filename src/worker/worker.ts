@@ -25,7 +25,7 @@ import { queueInternals, type QueueInternals, type RunJobData, type RunQueue, ty
  * the run acts for: the principal stored with the run (`RunRequest.principal`), `undefined` for a run queued without
  * one. The run options carry it too, so hooks and tools see it as `ctx.principal`.
  */
-export type AgentFactory = (threadId: string, principal?: Principal | undefined) => Agent | Promise<Agent>;
+export type AgentFactory = (threadId: string, principal?: Principal) => Agent | Promise<Agent>;
 
 /** Options of {@link startWorker}. */
 export interface WorkerOptions {
