@@ -16,6 +16,29 @@ export class AgentServerError extends Error {
   }
 }
 
+/** Why a server refused a request over a principal's limit (the 429 body's `error.code`). */
+export type LimitErrorCode = 'rate_limited' | 'budget_exceeded' | 'too_many_runs';
+
+/**
+ * The server refused the request over a limit of the caller (429): `code` says which kind (`rate_limited`: runs or
+ * tokens per minute; `budget_exceeded`: dollars per day; `too_many_runs`: runs at once), `limit` which limit, and
+ * `retryAfterMs` when trying again can succeed (the `Retry-After` header, or the body's `retryAfterMs`). Retryable:
+ * the same request may succeed after that long.
+ */
+export class LimitExceededError extends AgentServerError {
+  declare readonly code: LimitErrorCode;
+  readonly retryable = true;
+  readonly retryAfterMs: number;
+  readonly limit: string | undefined;
+
+  constructor(code: LimitErrorCode, message: string, retryAfterMs: number, limit?: string) {
+    super(429, code, message);
+    this.name = 'LimitExceededError';
+    this.retryAfterMs = retryAfterMs;
+    this.limit = limit;
+  }
+}
+
 /**
  * The run failed on the server: the server's error `name`, `code` (for cubepi's typed errors, e.g. `hook_error`)
  * and `message`, as its `error` frame carried them.

@@ -7,7 +7,13 @@ import { Observable } from 'rxjs';
 import { DeltaDecoder } from '../wire/compact-deltas.js';
 import { parseFrame, type SequencedEvent, type WireFrame } from '../wire/frames.js';
 import { SseParser } from '../wire/sse-parser.js';
-import { AgentServerError, RemoteRunError, StreamBrokenError } from './errors.js';
+import {
+  AgentServerError,
+  LimitExceededError,
+  RemoteRunError,
+  StreamBrokenError,
+  type LimitErrorCode,
+} from './errors.js';
 
 /** Reconnection of a broken stream. */
 export interface RetryOptions {
@@ -224,12 +230,23 @@ function webSocketConnect(url: string, options: ClientOptions): Connect {
 export async function serverError(response: Response): Promise<AgentServerError> {
   let code = `http_${response.status}`;
   let message = `${response.status} ${response.statusText}`;
+  let body: { error?: { code?: unknown; message?: unknown; retryAfterMs?: unknown; limit?: unknown } } = {};
   try {
-    const body = (await response.json()) as { error?: { code?: unknown; message?: unknown } };
+    body = (await response.json()) as typeof body;
     if (typeof body.error?.code === 'string') code = body.error.code;
     if (typeof body.error?.message === 'string') message = body.error.message;
   } catch {
     // Not JSON: keep the status line.
   }
+  if (response.status === 429 && LIMIT_CODES.has(code)) {
+    const header = Number(response.headers.get('retry-after') ?? Number.NaN);
+    const fromBody = body.error?.retryAfterMs;
+    const retryAfterMs =
+      typeof fromBody === 'number' && fromBody >= 0 ? fromBody : Number.isFinite(header) ? header * 1000 : 1000;
+    const limit = typeof body.error?.limit === 'string' ? body.error.limit : undefined;
+    return new LimitExceededError(code as LimitErrorCode, message, retryAfterMs, limit);
+  }
   return new AgentServerError(response.status, code, message);
 }
+
+const LIMIT_CODES: ReadonlySet<string> = new Set(['rate_limited', 'budget_exceeded', 'too_many_runs']);

@@ -5,7 +5,13 @@
  * UI. See `docs/ui.md`.
  * @module
  */
-export { AgentServerError, RemoteRunError, StreamBrokenError } from './errors.js';
+export {
+  AgentServerError,
+  LimitExceededError,
+  RemoteRunError,
+  StreamBrokenError,
+  type LimitErrorCode,
+} from './errors.js';
 export {
   fromAgentEvents,
   type AgentEventsOptions,

@@ -69,7 +69,7 @@ export interface AccessDenied {
   readonly action: AccessAction | undefined;
   /** What it was asked on; `undefined` for a 401. */
   readonly resource: AccessResource | undefined;
-  /** The status answered: 401 unauthenticated, 404 forbidden (answered as missing). */
+  /** The status answered: 401 unauthenticated, 404 forbidden (answered as missing), 429 over a limit. */
   readonly status: number;
 }
 
@@ -79,6 +79,8 @@ export interface AccessMetrics {
   readonly unauthenticated: number;
   /** Requests refused because `authorize` said no (answered 404, as a missing resource). */
   readonly forbidden: number;
+  /** Requests refused over a limit of their principal (429; `limits`, docs/limits.md). */
+  readonly limited: number;
 }
 
 /**
@@ -130,7 +132,7 @@ export function unauthenticated(): HttpError {
 export function createAccess(options: AccessOptions, fallback: Authenticator | undefined): Access {
   const authenticator = options.authenticate ?? fallback;
   const authorize = options.authorize ?? ownerOnly;
-  const counts = { unauthenticated: 0, forbidden: 0 };
+  const counts = { unauthenticated: 0, forbidden: 0, limited: 0 };
   const permits = async (principal: Principal, action: AccessAction, resource: AccessResource) => {
     try {
       return (await authorize(principal, action, resource)) === true;
@@ -141,6 +143,7 @@ export function createAccess(options: AccessOptions, fallback: Authenticator | u
   const report = (denied: AccessDenied) => {
     if (denied.status === 401) counts.unauthenticated++;
     else if (denied.status === 404) counts.forbidden++;
+    else if (denied.status === 429) counts.limited++;
     try {
       options.onAccessDenied?.(denied);
     } catch {

@@ -8,6 +8,7 @@ import type { Agent } from '../agent/agent.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
+import type { RunBudget } from '../types/limits.js';
 import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
@@ -18,6 +19,9 @@ import {
 } from './front-end-protocols.js';
 import { FrameReader, ResumeGoneError } from './frame-pump.js';
 import { HttpError, json, readJsonBody } from './http.js';
+import type { AccessAction } from './access.js';
+import { createLimiter, type ServerLimitsOptions } from './limiter.js';
+import { MemoryLimitStore } from './memory-limit-store.js';
 import { createOwnership } from './ownership.js';
 import { RunRegistry } from './run-registry.js';
 import { threadOwners } from './thread-owners.js';
@@ -68,6 +72,12 @@ export interface AgentServerOptions extends ServingOptions {
   readonly maxFrames?: number | undefined;
   /** Agents kept in memory; the least recently used idle ones go first (default 1,000). */
   readonly maxAgents?: number | undefined;
+  /**
+   * Limits and budgets per principal (docs/limits.md): checked before every run starts (429 with `Retry-After` over a
+   * limit), and enforced while it runs (a run that reaches its principal's token or dollar budget is cancelled, its
+   * sub-agents with it). The counters live in a `MemoryLimitStore` unless `store` says otherwise.
+   */
+  readonly limits?: ServerLimitsOptions | undefined;
 }
 
 /** A running agent server: mount {@link fetch}, or `toNodeListener(server)` on Node. */
@@ -105,17 +115,50 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     maxRetainedRuns: options.maxRetainedRuns ?? 1000,
     maxRetainedBytes: options.maxRetainedBytes ?? 64 * 1_048_576,
   });
+  const limiter = createLimiter(
+    'createAgentServer',
+    options.limits,
+    () => new MemoryLimitStore(),
+    (denied) => settings.access.deny(denied),
+  );
+
+  /** The principal's budget for a run about to start (429 over a limit); `undefined` without limits. */
+  const admit = (principal: Principal, action: AccessAction, threadId: string) =>
+    limiter?.admit(principal, globalThis.crypto.randomUUID(), action, threadId) ?? Promise.resolve(undefined);
 
   const owners = threadOwners(options.checkpointer);
   const ownership = createOwnership(settings.access, owners, options.checkpointer);
 
+  /**
+   * The thread claimed for an admitted run: after the limit check, so a refused request claims nothing; a claim that
+   * fails (another's thread: 404) frees the run's slot.
+   */
+  async function claimAdmitted(
+    budget: RunBudget | undefined,
+    principal: Principal,
+    action: 'start_run' | 'chat' | 'ag_ui',
+    threadId: string,
+  ) {
+    try {
+      return await ownership.claim(principal, action, threadId);
+    } catch (error) {
+      void budget?.release();
+      throw error;
+    }
+  }
+
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
-    // User content only, checked before anything is claimed or stored (400 otherwise).
+    // User content only, checked before anything is admitted, claimed or stored (400 otherwise).
     const input = userInput((body as { input?: unknown } | null)?.input);
-    const owner = await ownership.claim(principal, 'start_run', threadId);
-    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
-      agent.prompt$(input, runOptions),
+    const budget = await admit(principal, 'start_run', threadId);
+    const owner = await claimAdmitted(budget, principal, 'start_run', threadId);
+    const runId = await registry.start(
+      threadId,
+      principal,
+      owner,
+      (agent, runOptions) => agent.prompt$(input, runOptions),
+      budget,
     );
     return json(201, { runId, threadId });
   }
@@ -124,9 +167,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function chat(principal: Principal, request: Request): Promise<Response> {
     const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const owner = await ownership.claim(principal, 'chat', threadId);
-    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
-      agent.prompt$(text, runOptions),
+    const budget = await admit(principal, 'chat', threadId);
+    const owner = await claimAdmitted(budget, principal, 'chat', threadId);
+    const runId = await registry.start(
+      threadId,
+      principal,
+      owner,
+      (agent, runOptions) => agent.prompt$(text, runOptions),
+      budget,
     );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
@@ -136,9 +184,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function agUi(principal: Principal, request: Request): Promise<Response> {
     const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const owner = await ownership.claim(principal, 'ag_ui', threadId);
-    const runId = await registry.start(threadId, principal, owner, (agent, runOptions) =>
-      agent.prompt$(text, runOptions),
+    const budget = await admit(principal, 'ag_ui', threadId);
+    const owner = await claimAdmitted(budget, principal, 'ag_ui', threadId);
+    const runId = await registry.start(
+      threadId,
+      principal,
+      owner,
+      (agent, runOptions) => agent.prompt$(text, runOptions),
+      budget,
     );
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
@@ -168,10 +221,16 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     if (allowed === undefined) throw new StaleApprovalError(requestId, 'unknown');
     let answered: Agent | undefined;
     try {
-      const runId = await registry.start(threadId, principal, allowed.owner, (agent, runOptions) => {
-        answered = agent;
-        return agent.respond$(requestId, answer, runOptions);
-      });
+      const runId = await registry.start(
+        threadId,
+        principal,
+        allowed.owner,
+        (agent, runOptions) => {
+          answered = agent;
+          return agent.respond$(requestId, answer, runOptions);
+        },
+        await admit(principal, 'answer_approval', threadId),
+      );
       return json(200, { runId, threadId });
     } catch (error) {
       // No suspended run: the request was answered (its run resumed) or never existed. The queue server says so with

@@ -49,6 +49,7 @@ export function json(status: number, body: unknown): Response {
  * @internal
  */
 export function errorResponse(error: unknown): Response {
+  if (error instanceof HttpError && error.status === 429 && 'refusal' in error) return limitResponse(error);
   if (error instanceof HttpError) {
     const response = json(error.status, { error: { code: error.code, message: error.message } });
     for (const [name, value] of Object.entries(error.headers)) response.headers.set(name, value);
@@ -59,6 +60,26 @@ export function errorResponse(error: unknown): Response {
     if (status !== 500) return json(status, { error: { code: error.code, message: error.message } });
   }
   return json(500, { error: { code: 'internal', message: 'the server failed to handle the request' } });
+}
+
+/**
+ * A 429 of a limit (`LimitHttpError`): `Retry-After` in whole seconds, and the body `{ "error": { "code", "message",
+ * "limit", "used", "allowed", "retryAfterMs" } }` (`code`: `rate_limited`, `budget_exceeded` or `too_many_runs`).
+ */
+function limitResponse(error: HttpError & { readonly refusal?: unknown }): Response {
+  const refusal = error.refusal as { limit: string; used: number; allowed: number; retryAfterMs: number };
+  const response = json(429, {
+    error: {
+      code: error.code,
+      message: error.message,
+      limit: refusal.limit,
+      used: refusal.used,
+      allowed: refusal.allowed,
+      retryAfterMs: refusal.retryAfterMs,
+    },
+  });
+  response.headers.set('retry-after', String(Math.max(1, Math.ceil(refusal.retryAfterMs / 1000))));
+  return response;
 }
 
 /** The HTTP status of one of cubepi's typed errors. @internal */

@@ -14,6 +14,18 @@ export {
   type ServedRunQueue,
 } from './queue-server.js';
 export type { HttpAgentServer, ServingOptions } from './routes.js';
+export type { ServerLimitsOptions } from './limiter.js';
+export { MemoryLimitStore, type MemoryLimitStoreOptions } from './memory-limit-store.js';
+export type {
+  Admission,
+  LimitCode,
+  LimitRefusal,
+  Limits,
+  LimitsPolicy,
+  LimitStore,
+  RunBudget,
+  Spend,
+} from '../types/limits.js';
 export {
   ownerOnly,
   type AccessAction,

@@ -14,6 +14,8 @@ import type { Message } from '../types/messages.js';
 import type { Principal } from '../types/principal.js';
 import type { WireFrame } from '../wire/frames.js';
 import { HttpError, json, readJsonBody } from './http.js';
+import type { AccessAction } from './access.js';
+import { createLimiter, type ServerLimitsOptions } from './limiter.js';
 import { ObservedFrameReader } from './observed-frame-reader.js';
 import { createOwnership } from './ownership.js';
 import { threadOwners } from './thread-owners.js';
@@ -29,25 +31,21 @@ import {
 } from './routes.js';
 
 /** What the queue server enqueues: a prompt, or the answer to an approval request (`RunQueue.enqueue`'s request). */
-export type QueueRunRequest =
-  | {
-      readonly threadId: string;
-      readonly agent: string;
-      readonly input: string | Message | readonly Message[];
-      /** Who the run acts for: stored with the run, passed by the worker in its run options. */
-      readonly principal?: Principal | undefined;
-      /** Whose the run is: the thread owner's `Principal.id` (`null`: an unowned thread). */
-      readonly owner?: string | null | undefined;
-    }
+export type QueueRunRequest = (
+  | { readonly threadId: string; readonly agent: string; readonly input: string | Message | readonly Message[] }
   | {
       readonly threadId: string;
       readonly agent: string;
       readonly respond: { readonly requestId: string; readonly answer: ApprovalAnswer };
-      /** Who the run acts for: stored with the run, passed by the worker in its run options. */
-      readonly principal?: Principal | undefined;
-      /** Whose the run is: the thread owner's `Principal.id` (`null`: an unowned thread). */
-      readonly owner?: string | null | undefined;
-    };
+    }
+) & {
+  /** Who the run acts for: stored with the run, passed by the worker in its run options. */
+  readonly principal?: Principal | undefined;
+  /** Whose the run is: the thread owner's `Principal.id` (`null`: an unowned thread). */
+  readonly owner?: string | null | undefined;
+  /** The run's id, a UUID (given with `limits`: the run's slot is held under it before it is queued). */
+  readonly runId?: string | undefined;
+};
 
 /**
  * What {@link createQueueServer} needs of a run queue: the shape of `cubepi/worker`'s `RunQueue` (which satisfies it
@@ -89,6 +87,12 @@ export interface QueueServerOptions extends ServingOptions {
   readonly agent: string;
   /** Where the workers' agents keep the threads: read for `GET /threads/:id` and `GET /threads`. */
   readonly checkpointer: Checkpointer;
+  /**
+   * Limits and budgets per principal (docs/limits.md), on a store every API node and worker shares
+   * (`createPostgresLimitStore` of `cubepi/worker`, given to `startWorker({ limits })` too, which enforces the budgets
+   * while runs run): checked before a run is queued, 429 with `Retry-After` over a limit.
+   */
+  readonly limits?: ServerLimitsOptions | undefined;
 }
 
 /** A server on a run queue: mount {@link fetch}, or `toNodeListener(server)` (and `attachWebSocket`) on Node. */
@@ -120,6 +124,32 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   const { queue, agent, checkpointer } = options;
   const readers = new Set<ObservedFrameReader>();
   let closed = false;
+  const limiter = createLimiter('createQueueServer', options.limits, undefined, (denied) =>
+    settings.access.deny(denied),
+  );
+
+  /**
+   * Queues the run `build` makes: with limits, admitted first (so a refused request claims no thread), under an id of
+   * its own whose slot the admission holds (freed by the run's end, wherever it runs; here when building or queueing
+   * failed). 429 over a limit, nothing queued.
+   */
+  async function enqueueAdmitted(
+    principal: Principal,
+    action: AccessAction,
+    threadId: string,
+    build: () => Promise<QueueRunRequest>,
+  ): Promise<string> {
+    if (limiter === undefined) return queue.enqueue(await build());
+    const runId = globalThis.crypto.randomUUID();
+    const budget = await limiter.admit(principal, runId, action, threadId);
+    try {
+      const run = await build();
+      return await queue.enqueue(budget === undefined ? run : { ...run, runId });
+    } catch (error) {
+      await budget?.release();
+      throw error;
+    }
+  }
 
   const owners = threadOwners(checkpointer);
   const ownership = createOwnership(settings.access, owners, checkpointer);
@@ -131,10 +161,15 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     checkOpen();
     const body = await readJsonBody(request, settings.maxBodyBytes);
-    // User content only, checked before anything is claimed or queued (400 otherwise).
+    // User content only, checked before anything is admitted, claimed or queued (400 otherwise).
     const input = userInput((body as { input?: unknown } | null)?.input);
-    const owner = await ownership.claim(principal, 'start_run', threadId);
-    const runId = await queue.enqueue({ threadId, agent, input, principal, owner });
+    const runId = await enqueueAdmitted(principal, 'start_run', threadId, async () => ({
+      threadId,
+      agent,
+      input,
+      principal,
+      owner: await ownership.claim(principal, 'start_run', threadId),
+    }));
     return json(201, { runId, threadId });
   }
 
@@ -156,13 +191,9 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       if (request === undefined) throw new StaleApprovalError(requestId, 'unknown');
       if (request.answer !== undefined) throw new StaleApprovalError(requestId, 'answered');
     }
-    const runId = await queue.enqueue({
-      threadId,
-      agent,
-      respond: { requestId, answer },
-      principal,
-      owner: allowed.owner,
-    });
+    const runId = await enqueueAdmitted(principal, 'answer_approval', threadId, () =>
+      Promise.resolve({ threadId, agent, respond: { requestId, answer }, principal, owner: allowed.owner }),
+    );
     return json(200, { runId, threadId });
   }
 

@@ -9,6 +9,7 @@ import type { RunOptions } from '../agent/agent-options.js';
 import { numberEvents } from '../../operators/number-events.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
 import { AgentBusyError } from '../types/errors.js';
+import type { RunBudget } from '../types/limits.js';
 import type { Principal } from '../types/principal.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { toWireError, type WireError } from '../wire/frames.js';
@@ -36,6 +37,12 @@ interface ServedRun {
   readonly owner: string | null;
 }
 
+interface LiveRun {
+  subscription?: Subscription;
+  closed: boolean;
+  readonly budget: RunBudget | undefined;
+}
+
 /** @internal */
 export class RunRegistry {
   private readonly runs = new Map<string, ServedRun>();
@@ -45,7 +52,7 @@ export class RunRegistry {
   private readonly retained = new Map<string, { timer: ReturnType<typeof setTimeout>; bytes: number }>();
   private retainedBytes = 0;
   /** The subscriptions of live runs (unsubscribed by `close`). */
-  private readonly live = new Set<{ subscription?: Subscription; closed: boolean }>();
+  private readonly live = new Set<LiveRun>();
   private closed = false;
 
   constructor(private readonly options: RunRegistryOptions) {}
@@ -93,15 +100,33 @@ export class RunRegistry {
   }
 
   /**
-   * Starts the run `start` opens on the thread's agent for `principal` (in its run options), coalesced and numbered, and resolves with its run id once its
-   * first event is logged — or with `null` when the Observable completes with no event (an approval that was not the
+   * Starts the run `start` opens on the thread's agent for `principal` (in its run options), coalesced and numbered,
+   * and resolves with its run id once its first event is logged — or with `null` when the Observable completes with no event (an approval that was not the
    * last of its batch). Rejects with the run's error when it fails before its first event (a busy agent, bad input).
+   * With a `budget` (the principal's limits), the run is opened with its `limits` and the budget is released when the
+   * run ends, or when it never started.
    */
   async start(
     threadId: string,
     principal: Principal,
     owner: string | null,
     open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
+    budget?: RunBudget,
+  ): Promise<string | null> {
+    try {
+      return await this.startRun(threadId, principal, owner, open, budget);
+    } catch (error) {
+      void budget?.release();
+      throw error;
+    }
+  }
+
+  private async startRun(
+    threadId: string,
+    principal: Principal,
+    owner: string | null,
+    open: (agent: Agent, options: RunOptions) => Observable<AgentEvent>,
+    budget: RunBudget | undefined,
   ): Promise<string | null> {
     if (this.closed) throw new AgentBusyError('the server is closing');
     const active = this.activeByThread.get(threadId);
@@ -116,15 +141,18 @@ export class RunRegistry {
     return new Promise<string | null>((resolve, reject) => {
       let served: ServedRun | undefined;
       let seq = 0;
-      const holder: { subscription?: Subscription; closed: boolean } = { closed: false };
+      const holder: LiveRun = { closed: false, budget };
       const finish = (frame: { kind: 'end' } | { kind: 'error'; error: WireError }) => {
         holder.closed = true;
         this.live.delete(holder);
+        void budget?.release();
         if (served === undefined) return;
         served.log.append({ ...frame, seq: seq + 1, runId: served.log.runId });
         this.release(threadId, served.log.runId);
       };
-      const subscription = open(agent, { signal: controller.signal, principal })
+      const base: RunOptions = { signal: controller.signal, principal };
+      const runOptions: RunOptions = budget === undefined ? base : { ...base, limits: budget.limits };
+      const subscription = open(agent, runOptions)
         .pipe(throttleDeltas(flushMs), numberEvents())
         .subscribe({
           next: (event) => {
@@ -170,7 +198,10 @@ export class RunRegistry {
     for (const { timer } of this.retained.values()) clearTimeout(timer);
     this.retained.clear();
     this.retainedBytes = 0;
-    for (const holder of this.live) holder.subscription?.unsubscribe();
+    for (const holder of this.live) {
+      holder.subscription?.unsubscribe();
+      void holder.budget?.release();
+    }
     this.live.clear();
     for (const served of this.runs.values()) served.log.abandon();
     this.runs.clear();

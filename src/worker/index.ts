@@ -19,6 +19,11 @@ export {
   type RunReadOptions,
   type RunRequest,
 } from './run-queue.js';
-export { startWorker, type AgentFactory, type RunWorker, type WorkerOptions } from './worker.js';
+export { startWorker, type AgentFactory, type RunBudgets, type RunWorker, type WorkerOptions } from './worker.js';
+export {
+  createPostgresLimitStore,
+  type PostgresLimitStore,
+  type PostgresLimitStoreOptions,
+} from './postgres-limit-store.js';
 export { RunEventLogError, RunQueueError, type RunEventLogFailure, type RunQueueFailure } from './errors.js';
 export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

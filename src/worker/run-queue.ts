@@ -54,7 +54,7 @@ export interface RunQueueOptions {
 }
 
 /** What {@link RunQueue.enqueue} runs: a prompt, or the answer to an approval request of a suspended run. */
-export type RunRequest =
+export type RunRequest = (
   | {
       readonly threadId: string;
       /** The name of the agent factory a worker builds the thread's agent with (`startWorker({ agents })`). */
@@ -71,11 +71,18 @@ export type RunRequest =
       readonly agent: string;
       /** `agent.respond$(requestId, answer)`: the answer is stored, and the last one of its batch resumes the run. */
       readonly respond: { readonly requestId: string; readonly answer: ApprovalAnswer };
-      /** Who the run acts for: stored with the run; the worker passes it to the agent factory and the run options. */
-      readonly principal?: Principal | undefined;
-      /** Whose the run is (the thread owner's `Principal.id`; default: `principal.id`, else none). */
-      readonly owner?: string | null | undefined;
-    };
+    }
+) & {
+  /** Who the run acts for: stored with the run; the worker passes it to the agent factory and the run options. */
+  readonly principal?: Principal | undefined;
+  /** Whose the run is (the thread owner's `Principal.id`; default: `principal.id`, else none). */
+  readonly owner?: string | null | undefined;
+  /**
+   * The run's id (default: a fresh UUID): give it when something must be keyed by the run before it is queued (the
+   * limit check of `createQueueServer` holds the principal's run slot under it). A UUID; an id in use is refused.
+   */
+  readonly runId?: string | undefined;
+};
 
 /** Where a queued run is. */
 export type QueuedRunStatus = 'queued' | 'running' | 'ended';
@@ -339,7 +346,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
     async enqueue(request) {
       const checked = checkRequest(request);
       const instance = await boss();
-      const runId = randomUUID();
+      const runId = checked.runId ?? randomUUID();
       const priority = await agentNumber(checked.agent).catch(database(runId, 'enqueue'));
       await inTransaction(pool, async (client) => {
         await client.query(
@@ -569,12 +576,17 @@ interface CheckedRequest {
   readonly request: RunRow['request'];
   readonly principal: Principal | undefined;
   readonly owner: string | null;
+  readonly runId: string | undefined;
 }
 
 function checkRequest(request: RunRequest): CheckedRequest {
   if (typeof request !== 'object' || request === null) throw new InvalidInputError('enqueue: expected a request');
+  const runId = request.runId;
+  if (runId !== undefined && !(typeof runId === 'string' && UUID.test(runId))) {
+    throw new InvalidInputError('enqueue: `runId` must be a UUID');
+  }
   const who = checkWho(request);
-  return { ...checkWhat(request), ...who };
+  return { ...checkWhat(request), ...who, runId };
 }
 
 /** The principal and owner of a request, checked (`InvalidInputError` for a principal without an id). */
@@ -610,6 +622,8 @@ function checkWhat(request: RunRequest): { threadId: string; agent: string; requ
   if (!validInput) throw new InvalidInputError('enqueue: `input` must be text, a message or messages');
   return { threadId: request.threadId, agent: request.agent, request: { kind: 'prompt', input } };
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function readPosition(options: RunReadOptions): number {
   if (options.after !== undefined && options.fromSeq !== undefined) {

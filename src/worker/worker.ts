@@ -12,6 +12,7 @@ import type { Agent } from '../agent/agent.js';
 import type { RunOptions } from '../agent/agent-options.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
 import { ConfigurationError, InvalidStateError } from '../types/errors.js';
+import type { RunBudget } from '../types/limits.js';
 import type { AgentEndEvent, AgentEvent, RunOutcome, SequencedEvent } from '../types/agent-events.js';
 import { addUsage, EMPTY_USAGE } from '../types/usage.js';
 import { canonicalJson, type Message } from '../types/messages.js';
@@ -49,6 +50,19 @@ export interface WorkerOptions {
   readonly pollSeconds?: number | undefined;
   /** Background failures (the cancel listener's connection lost and re-made); default `console.warn`. */
   readonly onError?: ((error: unknown) => void) | undefined;
+  /**
+   * The limit store the API nodes admit runs with (`createPostgresLimitStore`, the one given to
+   * `createQueueServer({ limits: { store } })`): each run admitted under a principal's limits runs with its budget —
+   * its spend (its sub-agents' included) charged to the principal as each model call ends, and the run cancelled
+   * (its sub-agents with it) once the principal's `tokensPerMinute` or `usdPerDay` is reached. See docs/limits.md.
+   */
+  readonly limits?: RunBudgets | undefined;
+}
+
+/** Where a worker finds the budget of a run (`createPostgresLimitStore` is one). */
+export interface RunBudgets {
+  /** The run's budget, or `undefined` for a run admitted without limits. */
+  budgetFor(runId: string): Promise<RunBudget | undefined>;
 }
 
 /** A running worker (`startWorker`). */
@@ -132,7 +146,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
     run.controller.abort(new Error(reason));
   }
 
-  const runner = new RunExecutor(internal, agents, workerId, flushMs);
+  const budgets = options.limits;
+  if (budgets !== undefined && typeof (budgets as Partial<RunBudgets>).budgetFor !== 'function') {
+    throw new ConfigurationError('startWorker: `limits` must be a limit store (createPostgresLimitStore)');
+  }
+  const runner = new RunExecutor(internal, agents, workerId, flushMs, budgets, onError);
   // One pg-boss fetch loop per slot (not one `work` with `localConcurrency`): a loop that finished a run is woken at
   // once to fetch again, instead of sleeping out the rest of its polling interval — which would cap a worker at
   // `concurrency / pollSeconds` short runs a second — and the thread's next run, unblocked by this run's end, is taken
@@ -217,6 +235,8 @@ class RunExecutor {
     private readonly agents: Readonly<Record<string, AgentFactory>>,
     private readonly workerId: string,
     private readonly flushMs: number,
+    private readonly budgets: RunBudgets | undefined,
+    private readonly onError: (error: unknown) => void,
   ) {}
 
   async execute(job: JobWithMetadata<RunJobData>, run: ActiveRun): Promise<void> {
@@ -317,13 +337,22 @@ class RunExecutor {
       await this.endWith(runId, lastSeq + frames.length, open.outcome, undefined);
       return;
     }
+    // The principal's budget (docs/limits.md); a store that cannot say runs the run without it, reported.
+    const budget = await this.budgets?.budgetFor(runId).catch((error: unknown) => {
+      this.onError(error);
+      return undefined;
+    });
     let seq = lastSeq;
     let outcome: RunOutcome | 'error' = 'completed';
     let appendError: unknown;
     const appends: Promise<void>[] = [];
     let subscription: Subscription | undefined;
     const ended = await new Promise<{ error?: WireError }>((resolve) => {
-      subscription = concat(recovering, open({ signal: run.controller.signal, runId }))
+      const runOptions: RunOptions = { signal: run.controller.signal, runId };
+      subscription = concat(
+        recovering,
+        open(budget === undefined ? runOptions : { ...runOptions, limits: budget.limits }),
+      )
         .pipe(
           throttleDeltas(this.flushMs),
           map((event, index): SequencedEvent => ({ ...event, seq: lastSeq + index + 1 })),
@@ -356,6 +385,7 @@ class RunExecutor {
     }
     if (ended.error !== undefined) await this.endWith(runId, seq, 'error', ended.error);
     else await this.endWith(runId, seq, outcome, undefined);
+    await budget?.release();
   }
 
   /**
