@@ -24,6 +24,8 @@ export {
   cancelRun,
   getThread,
   listThreads,
+  listThreadPage,
+  type ListThreadsClientOptions,
   respond,
   runEventsUrl,
   startRun,

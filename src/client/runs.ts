@@ -83,17 +83,38 @@ export async function getThread(baseUrl: string, threadId: string, options: Clie
   return (await response.json()) as RemoteThread;
 }
 
+/** Options of {@link listThreads} and {@link listThreadPage}. */
+export type ListThreadsClientOptions = ClientOptions & {
+  /** At most this many threads (the server's default: 100). */
+  readonly limit?: number | undefined;
+  /** The `nextCursor` of the previous page (or a thread's `cursor`): the page after it. */
+  readonly after?: string | undefined;
+};
+
 /** One page of the server's threads (`GET /threads`: its checkpointer's `listThreads`), newest first. */
 export async function listThreads(
   baseUrl: string,
-  options: ClientOptions & { readonly limit?: number | undefined; readonly after?: string | undefined } = {},
+  options: ListThreadsClientOptions = {},
 ): Promise<readonly RemoteThreadInfo[]> {
+  return (await listThreadPage(baseUrl, options)).threads;
+}
+
+/**
+ * One page of the threads the caller may see, with the cursor of the next: pass `nextCursor` as `after` until it is
+ * `null`. Follow the cursor rather than stopping at a short page: with an `authorize` that filters threads one by one,
+ * a page can hold fewer than `limit` threads (even none) and still have more after it.
+ */
+export async function listThreadPage(
+  baseUrl: string,
+  options: ListThreadsClientOptions = {},
+): Promise<{ readonly threads: readonly RemoteThreadInfo[]; readonly nextCursor: string | null }> {
   const query = new URLSearchParams();
   if (options.limit !== undefined) query.set('limit', String(options.limit));
   if (options.after !== undefined) query.set('after', options.after);
   const path = query.size === 0 ? 'threads' : `threads?${query.toString()}`;
   const response = await request(baseUrl, path, options, {});
-  return ((await response.json()) as { threads: RemoteThreadInfo[] }).threads;
+  const body = (await response.json()) as { threads: RemoteThreadInfo[]; nextCursor?: string | null };
+  return { threads: body.threads, nextCursor: body.nextCursor ?? null };
 }
 
 /** A thread in {@link listThreads}: its id, and with a checkpointer its `ThreadInfo` fields. */
