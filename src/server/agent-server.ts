@@ -8,7 +8,7 @@ import type { Agent } from '../agent/agent.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
-import type { RunBudget } from '../types/limits.js';
+import type { UserMessage } from '../types/messages.js';
 import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
@@ -130,36 +130,32 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   const ownership = createOwnership(settings.access, owners, options.checkpointer);
 
   /**
-   * The thread claimed for an admitted run: after the limit check, so a refused request claims nothing; a claim that
-   * fails (another's thread: 404) frees the run's slot.
+   * A prompt run of `principal` on `threadId`: admitted by the limits first (429 over a limit), then the thread is
+   * claimed (so a refused request claims nothing; a claim that fails — another's thread: 404 — frees the run's slot),
+   * then started with the run's budget. Resolves with the run id (`null`: the run emitted nothing).
    */
-  async function claimAdmitted(
-    budget: RunBudget | undefined,
+  async function startPrompt(
     principal: Principal,
     action: 'start_run' | 'chat' | 'ag_ui',
     threadId: string,
-  ) {
+    input: string | UserMessage | readonly UserMessage[],
+  ): Promise<string | null> {
+    const budget = await admit(principal, action, threadId);
+    let owner: string | null;
     try {
-      return await ownership.claim(principal, action, threadId);
+      owner = await ownership.claim(principal, action, threadId);
     } catch (error) {
       void budget?.release();
       throw error;
     }
+    return registry.start(threadId, principal, owner, (agent, runOptions) => agent.prompt$(input, runOptions), budget);
   }
 
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     // User content only, checked before anything is admitted, claimed or stored (400 otherwise).
     const input = userInput((body as { input?: unknown } | null)?.input);
-    const budget = await admit(principal, 'start_run', threadId);
-    const owner = await claimAdmitted(budget, principal, 'start_run', threadId);
-    const runId = await registry.start(
-      threadId,
-      principal,
-      owner,
-      (agent, runOptions) => agent.prompt$(input, runOptions),
-      budget,
-    );
+    const runId = await startPrompt(principal, 'start_run', threadId, input);
     return json(201, { runId, threadId });
   }
 
@@ -167,15 +163,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function chat(principal: Principal, request: Request): Promise<Response> {
     const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const budget = await admit(principal, 'chat', threadId);
-    const owner = await claimAdmitted(budget, principal, 'chat', threadId);
-    const runId = await registry.start(
-      threadId,
-      principal,
-      owner,
-      (agent, runOptions) => agent.prompt$(text, runOptions),
-      budget,
-    );
+    const runId = await startPrompt(principal, 'chat', threadId, text);
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
   }
@@ -184,15 +172,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function agUi(principal: Principal, request: Request): Promise<Response> {
     const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
     const threadId = checkThread(id);
-    const budget = await admit(principal, 'ag_ui', threadId);
-    const owner = await claimAdmitted(budget, principal, 'ag_ui', threadId);
-    const runId = await registry.start(
-      threadId,
-      principal,
-      owner,
-      (agent, runOptions) => agent.prompt$(text, runOptions),
-      budget,
-    );
+    const runId = await startPrompt(principal, 'ag_ui', threadId, text);
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
     return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));

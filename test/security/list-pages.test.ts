@@ -32,7 +32,7 @@ describe('listThreadPage', () => {
       authenticate: bearerToken({ [ALICE]: 'alice', [BOB]: 'bob' }),
       // The default rule, as a function of its own: the server then asks it about each thread of a page.
       authorize: (principal, action, resource) => {
-        if (action === 'list_threads' && 'threadId' in resource) asked.push(resource.threadId);
+        if (action === 'list_threads' && resource.type === 'thread') asked.push(resource.threadId);
         return ownerOnly(principal, action, resource);
       },
     });
