@@ -154,21 +154,45 @@ export function googleWireMapper(asm: MessageAssembler, model: Model): WireMappe
     emit(asm.endToolCall(contentIndex));
   };
 
+  // Gemini repeats the cumulative usage on every chunk, mostly unchanged from the last: a new priced Usage (two
+  // objects and five boxed doubles) per chunk doubled the memory a text delta writes, and halved the deltas per second.
+  // So the counts last priced are kept, and a chunk whose counts are the same sets nothing (the Usage set is equal).
+  let priced: { prompt: number; cached: number; toolUse: number; candidates: number; thoughts: number } | undefined;
+  let pricing: Pick<Model, 'cost'> | undefined;
+  let pricingFor: string | undefined | null = null; // the reportedModel `pricing` was looked up for (null: not yet)
+
   const updateUsage = (chunk: GenerateContentResponse): void => {
     const usage = chunk.usageMetadata;
     if (usage === undefined) return;
     sawUsage = true;
     const prompt = usage.promptTokenCount ?? 0;
     const cached = usage.cachedContentTokenCount ?? 0;
+    const toolUse = usage.toolUsePromptTokenCount ?? 0;
+    const candidates = usage.candidatesTokenCount ?? 0;
     const thoughts = usage.thoughtsTokenCount ?? 0;
+    if (
+      priced !== undefined &&
+      priced.prompt === prompt &&
+      priced.cached === cached &&
+      priced.toolUse === toolUse &&
+      priced.candidates === candidates &&
+      priced.thoughts === thoughts
+    ) {
+      return;
+    }
+    priced = { prompt, cached, toolUse, candidates, thoughts };
+    if (pricingFor !== reportedModel) {
+      pricing = modelPricing(model, reportedModel);
+      pricingFor = reportedModel;
+    }
     // Gemini counts cached tokens inside promptTokenCount, tool-use prompts (search results…) apart from it.
     const counts: TokenCounts = {
-      input: Math.max(0, prompt - cached) + (usage.toolUsePromptTokenCount ?? 0),
-      output: (usage.candidatesTokenCount ?? 0) + thoughts,
+      input: Math.max(0, prompt - cached) + toolUse,
+      output: candidates + thoughts,
       cacheRead: cached,
       reasoning: thoughts,
     };
-    asm.setUsage(computeUsage(counts, modelPricing(model, reportedModel)));
+    asm.setUsage(computeUsage(counts, pricing));
   };
 
   return {
