@@ -1,10 +1,13 @@
 // W2 through each vendor's wire mapper (issue 29): deltas per second from a recorded stream, Gemini and Bedrock beside
 // Anthropic, in one run. Each vendor's stream is its recording (test/fixtures/providers/) with its text-delta event
 // repeated to N deltas of 1–16 characters (the same pieces for every vendor): the events the SDK hands the mapper
-// (Anthropic and Bedrock: the parsed objects; Gemini: the SDK's GenerateContentResponse instances, usage on every
-// chunk as Gemini sends it), built before the clock starts. Timed: mapper.map + MessageAssembler (every delta's
-// immutable snapshot), what fromSdkStream runs per wire event. Reps rotate the order in one process after a warm-up
-// pass; the figure is each mapper's median over reps and its ratio to Anthropic's.
+// (Anthropic and Bedrock: the parsed objects; Gemini: the SDK's GenerateContentResponse instances, with their own
+// usageMetadata object on every chunk as the SDK yields it), built before the clock starts and read through once, off
+// the clock, in batches of 512 just before they are mapped (an SDK hands over each event just parsed, in cache).
+// Timed: mapper.map + MessageAssembler (every delta's immutable snapshot), what fromSdkStream runs per wire event, in
+// wall time and in the process's CPU time (the ratios are on CPU time: on a busy host it leaves out the waits for a
+// core). Reps rotate the order in one process after a warm-up pass; the figure is each mapper's median over reps and
+// its ratio to Anthropic's.
 //
 //   npm run build && node bench/mappers.mjs [--n 100000] [--reps 9]
 import fs from 'node:fs';
@@ -58,9 +61,11 @@ function geminiEvents() {
   const template = recorded[0];
   const chunk = (text) => {
     const [candidate] = template.candidates;
+    // The SDK's chunk: its own usageMetadata object (parsed from each SSE event), the candidate and content copied.
     return Object.assign(new GenerateContentResponse(), {
       ...template,
       candidates: [{ ...candidate, content: { ...candidate.content, parts: [{ text }] } }],
+      usageMetadata: structuredClone(template.usageMetadata),
     });
   };
   const tail = recorded.slice(1).map((json) => Object.assign(new GenerateContentResponse(), json));
@@ -83,6 +88,16 @@ const vendors = [
   { name: 'bedrock', events: bedrockEvents(), mapper: (asm) => bedrockWireMapper(asm, model('us.anthropic.claude-sonnet-4-5-20250929-v1:0', 'bedrock')) },
 ];
 
+// Events are timed in batches, each read through once off the clock before it is mapped. An SDK hands the mapper each
+// event right after parsing it, in cache; 100,000 events built beforehand are not, and reading them cold measured the
+// depth of each SDK's objects rather than the mapper (a Gemini chunk is eight heap objects, an Anthropic delta two: with
+// Gemini's usage object fresh per chunk, as the SDK yields it, cold reads alone cost Gemini ~20% against Anthropic).
+const BATCH = 512;
+function touch(value) {
+  if (value === null || typeof value !== 'object') return;
+  for (const key in value) touch(value[key]);
+}
+
 function once(vendor) {
   const asm = new MessageAssembler({ provider: vendor.name, model: 'm', timestamp: 1 });
   const mapper = vendor.mapper(asm);
@@ -91,16 +106,37 @@ function once(vendor) {
   const emit = (event) => {
     if (event.type === 'text_delta') deltas++;
   };
-  const start = now();
   const { events } = vendor;
+  // Wall time and the process's CPU time of the timed parts: on a busy host the CPU time leaves out the time this
+  // process waited for a core, which wall time counts (the ratios are taken on CPU time; wall time is shown beside).
+  let ns = 0n;
+  let cpuUs = 0;
+  let cpu = process.cpuUsage();
+  let start = now();
+  const stop = () => {
+    ns += now() - start;
+    const spent = process.cpuUsage(cpu);
+    cpuUs += spent.user + spent.system;
+  };
   mapper.identify?.(events[0]);
-  for (let i = 0; i < events.length && terminal === undefined; i++) terminal = mapper.map(events[i], emit);
+  stop();
+  for (let from = 0; from < events.length && terminal === undefined; from += BATCH) {
+    const to = Math.min(events.length, from + BATCH);
+    for (let i = from; i < to; i++) touch(events[i]); // off the clock: the SDK hands over a chunk it just parsed
+    cpu = process.cpuUsage();
+    start = now();
+    for (let i = from; i < to && terminal === undefined; i++) terminal = mapper.map(events[i], emit);
+    stop();
+  }
+  cpu = process.cpuUsage();
+  start = now();
   terminal ??= mapper.end();
-  const ms = nsToMs(now() - start);
+  stop();
+  const ms = nsToMs(ns);
   const text = terminal.message.content.find((b) => b.type === 'text')?.text ?? '';
   if (deltas < N || !text.includes(pieces[N - 1])) throw new Error(`${vendor.name}: ${deltas} deltas, not the stream`);
   if (terminal.type !== 'done') throw new Error(`${vendor.name}: ended ${terminal.type}: ${terminal.message.errorMessage}`);
-  return deltas / (ms / 1000);
+  return { wall: deltas / (ms / 1000), cpu: deltas / (cpuUs / 1e6) };
 }
 
 for (const vendor of vendors) once(vendor); // warm-up: every mapper optimised before any rep counts
@@ -111,11 +147,16 @@ for (let rep = 0; rep < REPS; rep++) {
     rates[vendor.name].push(once(vendor));
   }
 }
-const base = median(rates.anthropic);
+const medianOf = (name, key) => median(rates[name].map((rate) => rate[key]));
+const base = { cpu: medianOf('anthropic', 'cpu'), wall: medianOf('anthropic', 'wall') };
 console.log(`W2 through the wire mappers: ${N.toLocaleString('en')} text deltas of 1–16 characters, ${REPS} reps, medians`);
-console.log('| mapper | deltas/s (median) | ratio to Anthropic |');
-console.log('| --- | --- | --- |');
+console.log('| mapper | deltas per CPU second | ratio to Anthropic | deltas/s (wall) | ratio (wall) |');
+console.log('| --- | --- | --- | --- | --- |');
+const fmt = (rate) => Math.round(rate).toLocaleString('en');
 for (const vendor of vendors) {
-  const m = median(rates[vendor.name]);
-  console.log(`| ${vendor.name} | ${Math.round(m).toLocaleString('en')} | ${(m / base).toFixed(2)}× |`);
+  const cpu = medianOf(vendor.name, 'cpu');
+  const wall = medianOf(vendor.name, 'wall');
+  console.log(
+    `| ${vendor.name} | ${fmt(cpu)} | ${(cpu / base.cpu).toFixed(2)}× | ${fmt(wall)} | ${(wall / base.wall).toFixed(2)}× |`,
+  );
 }

@@ -417,6 +417,44 @@ describe('GoogleProvider: requests', () => {
     expect(message.usage.cost.total).toBeCloseTo((250 * 2 + 800 * 0.2 + 50 * 12) / 1e6, 12);
   });
 
+  it("usage on every chunk: each delta carries its chunk's counts; a chunk repeating the counts keeps the Usage priced", async () => {
+    // Gemini sends the cumulative usageMetadata on every chunk (see the text-usage recording): the mapper prices it
+    // again only when a count changed, so the snapshots of a repeated count share one Usage.
+    const usage = (candidatesTokenCount: number, cachedContentTokenCount = 0) => ({
+      promptTokenCount: 10,
+      cachedContentTokenCount,
+      candidatesTokenCount,
+      totalTokenCount: 10 + candidatesTokenCount,
+    });
+    const chunk = (text: string, usageMetadata: object, finishReason?: string) => ({
+      candidates: [{ content: { role: 'model', parts: [{ text }] }, ...(finishReason ? { finishReason } : {}) }],
+      usageMetadata,
+      responseId: 'r6',
+    });
+    const chunks = [
+      chunk('a', usage(1)),
+      chunk('b', usage(1)),
+      chunk('c', usage(1, 4)),
+      chunk('d', usage(3, 4)),
+      chunk('', usage(3, 4), 'STOP'),
+    ];
+    server.reply(sse(chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')));
+    const { events, message } = await collectStream(gemini().stream(PRO, [userMessage('Hi')]));
+    const deltas = events.filter((e) => e.type === 'text_delta');
+    expect(deltas.map((e) => e.delta)).toEqual(['a', 'b', 'c', 'd']);
+    const usages = deltas.map((e) => e.partial.usage);
+    expect(usages.map((u) => [u.input, u.cacheRead, u.output])).toEqual([
+      [10, 0, 1],
+      [10, 0, 1],
+      [6, 4, 1],
+      [6, 4, 3],
+    ]);
+    expect(usages[1]).toBe(usages[0]); // the same counts: not priced again
+    expect(usages[2]!.cost.total).toBeCloseTo((6 * 2 + 4 * 0.2 + 1 * 12) / 1e6, 12);
+    expect(message.usage).toEqual(usages[3]);
+    expect(message.usage.cost.total).toBeCloseTo((6 * 2 + 4 * 0.2 + 3 * 12) / 1e6, 12);
+  });
+
   it('a user image goes as inlineData', async () => {
     server.reply(sse(googleBodies('empty-text-thought-signature.vercel-ai.jsonl')[0]!));
     const message: Message = {
