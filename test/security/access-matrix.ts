@@ -8,7 +8,8 @@
 // owner where a route only reads or stops (read a thread, list, watch a run's events, cancel, the chat resume).
 import { WebSocket } from 'ws';
 import { expect } from 'vitest';
-import type { Limits, LimitsPolicy, Principal } from 'cubepi/server';
+import type { Principal } from 'cubepi';
+import type { Limits, LimitsPolicy } from 'cubepi/server';
 
 export const TOKENS = {
   alice: 'alice-token-0123456789',
