@@ -1,14 +1,46 @@
 // The access matrix both servers are held to: every route × every caller (no credentials, another principal, the
-// owner), with the status each gets and what must not have happened (nothing run, read or changed). A table, so a
-// column can be added (an "over a limit" caller) without rewriting the cases.
+// owner, the owner over a limit), with the status each gets and what must not have happened (nothing run, read or
+// changed). A table, so a column can be added without rewriting the cases: a `Caller`, its token in `TOKENS` (and
+// the servers' authenticators), and its status in each case's table.
+//
+// Limits bound starting work, not access: the owner over her limit is refused (429, `Retry-After`, nothing run,
+// stored or queued) where a route starts a run (a prompt, an approval's answer, /chat, /ag-ui) and served like the
+// owner where a route only reads or stops (read a thread, list, watch a run's events, cancel, the chat resume).
 import { WebSocket } from 'ws';
 import { expect } from 'vitest';
+import type { Principal } from 'cubepi';
+import type { Limits, LimitsPolicy } from 'cubepi/server';
 
-export const TOKENS = { alice: 'alice-token-0123456789', bob: 'bob-token-0123456789ab' } as const;
+export const TOKENS = {
+  alice: 'alice-token-0123456789',
+  bob: 'bob-token-0123456789ab',
+  aliceOver: 'alice-over-token-012345',
+} as const;
 
-/** Who calls: nobody (no credentials), another principal (bob), the owner (alice). */
-export type Caller = 'none' | 'other' | 'owner';
-export const CALLERS: readonly Caller[] = ['none', 'other', 'owner'];
+/** The principals of `TOKENS`, for `bearerToken`: `aliceOver` is alice (she owns alice's threads) on a spent plan. */
+export const PRINCIPALS: Readonly<Record<string, Principal>> = {
+  [TOKENS.alice]: { id: 'alice' },
+  [TOKENS.bob]: { id: 'bob' },
+  [TOKENS.aliceOver]: { id: 'alice', roles: ['spent'] },
+};
+
+/**
+ * The servers' limits policy: alice on her spent plan may run nothing more at once (0 of 0, so she is over her
+ * `concurrentRuns` whatever else runs); everyone else has no limits (so the other columns count nothing).
+ */
+export const OVER_LIMIT: LimitsPolicy<Principal> = (principal): Limits | undefined =>
+  principal.roles?.includes('spent') ? { concurrentRuns: 0 } : undefined;
+
+/** Who calls: nobody (no credentials), another principal (bob), the owner (alice), the owner over her limit. */
+export type Caller = 'none' | 'other' | 'owner' | 'over';
+export const CALLERS: readonly Caller[] = ['none', 'other', 'owner', 'over'];
+
+const TOKEN_OF: Record<Caller, string | undefined> = {
+  none: undefined,
+  other: TOKENS.bob,
+  owner: TOKENS.alice,
+  over: TOKENS.aliceOver,
+};
 
 /** What a case is given: the server under test, and alice's resources made for it. */
 export interface Harness {
@@ -24,12 +56,14 @@ export interface Harness {
   suspendedThread(threadId: string): Promise<string>;
   /** Whether the server serves /chat and /ag-ui (the queue server answers 501). */
   readonly frontEnds: boolean;
+  /** Runs started on the thread so far (queued, or run in process): what a refused start must not have added to. */
+  runsOf(threadId: string): Promise<number>;
   /** Denials counted so far. */
-  metrics(): { unauthenticated: number; forbidden: number };
+  metrics(): { unauthenticated: number; forbidden: number; limited: number };
 }
 
 export function headers(caller: Caller, extra: Record<string, string> = {}): Record<string, string> {
-  const token = caller === 'none' ? undefined : caller === 'other' ? TOKENS.bob : TOKENS.alice;
+  const token = TOKEN_OF[caller];
   return { ...extra, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) };
 }
 
@@ -62,7 +96,7 @@ export function openSocket(
   caller: Caller,
   after = 0,
 ): Promise<{ status: number; frames: unknown[] }> {
-  const token = caller === 'none' ? '' : `&access_token=${caller === 'other' ? TOKENS.bob : TOKENS.alice}`;
+  const token = caller === 'none' ? '' : `&access_token=${TOKEN_OF[caller]}`;
   const url = `${base.replace('http', 'ws')}/runs/${runId}/events?after=${after}${token}`;
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url);
@@ -81,6 +115,29 @@ export function openSocket(
   });
 }
 
+/** The refusal of a route that starts work, to the owner over her limit: 429, `Retry-After`, the typed body. */
+async function expectOverLimit(response: Response): Promise<void> {
+  expect(response.status).toBe(429);
+  expect(response.headers.get('retry-after')).toBe('1');
+  expect(await response.json()).toEqual({
+    error: {
+      code: 'too_many_runs',
+      message: 'too many runs at once: 0 of 0 running; retry when one ends',
+      limit: 'concurrentRuns',
+      used: 0,
+      allowed: 0,
+      retryAfterMs: 1000,
+    },
+  });
+}
+
+/** /chat and /ag-ui start a run: 401, 501 where not served, 404 to another, 429 over a limit, else 200. */
+function frontEndStatus(h: Harness, caller: Caller): number {
+  if (caller === 'none') return 401;
+  if (!h.frontEnds) return 501;
+  return { other: 404, owner: 200, over: 429 }[caller];
+}
+
 /** One route's case: what `caller` does and what must hold after. */
 export interface RouteCase {
   readonly route: string;
@@ -94,13 +151,15 @@ export const ROUTES: readonly RouteCase[] = [
       const runId = await h.finishedThread(id);
       const before = await aliceReads(h, id);
       const response = await post(h.base, `/threads/${id}/runs`, caller, { input: 'more' });
-      const expected = { none: 401, other: 404, owner: 201 }[caller];
+      const expected = { none: 401, other: 404, owner: 201, over: 429 }[caller];
       expect(response.status).toBe(expected);
+      if (caller === 'over') await expectOverLimit(response);
       if (caller !== 'owner') {
         const after = await aliceReads(h, id);
         expect(after.activeRunId).toBeNull(); // nothing started
         expect(after.messages).toEqual(before.messages);
         expect(runId).toBeTruthy();
+        expect(await h.runsOf(id)).toBe(1); // nothing queued or registered beyond alice's own run
       }
     },
   },
@@ -144,14 +203,14 @@ export const ROUTES: readonly RouteCase[] = [
           new Request(`http://api.test/runs/${runId}/events`, { headers: headers(caller, extra) }),
         );
         for (const response of [viaNode, viaFetch]) {
-          const expected = { none: 401, other: 404, owner: 200 }[caller];
+          const expected = { none: 401, other: 404, owner: 200, over: 200 }[caller];
           expect(response.status).toBe(expected);
           const text = await response.text();
           if (caller === 'other') {
             const missing = await missingBody(get(h.base, `/runs/no-such-run/events`, 'other'), 'no-such-run', runId);
             expect(text).toBe(missing);
           }
-          if (caller === 'owner') expect(text).toContain('event: end');
+          if (caller === 'owner' || caller === 'over') expect(text).toContain('event: end');
           else expect(text).not.toContain('agent_start');
         }
       }
@@ -163,8 +222,8 @@ export const ROUTES: readonly RouteCase[] = [
       const runId = await h.finishedThread(id);
       for (const after of [0, 2]) {
         const { status, frames } = await openSocket(h.base, runId, caller, after);
-        expect(status).toBe({ none: 401, other: 404, owner: 101 }[caller]);
-        if (caller === 'owner') expect(frames.length).toBeGreaterThan(0);
+        expect(status).toBe({ none: 401, other: 404, owner: 101, over: 101 }[caller]);
+        if (caller === 'owner' || caller === 'over') expect(frames.length).toBeGreaterThan(0);
         else expect(frames).toEqual([]);
       }
     },
@@ -174,7 +233,7 @@ export const ROUTES: readonly RouteCase[] = [
     async run(h, caller, id) {
       const runId = await h.liveRun(id);
       const response = await fetch(`${h.base}/runs/${runId}`, { method: 'DELETE', headers: headers(caller) });
-      expect(response.status).toBe({ none: 401, other: 404, owner: 202 }[caller]);
+      expect(response.status).toBe({ none: 401, other: 404, owner: 202, over: 202 }[caller]);
       if (caller === 'other') {
         const missing = await missingBody(
           fetch(`${h.base}/runs/no-such-run`, { method: 'DELETE', headers: headers('other') }),
@@ -183,7 +242,7 @@ export const ROUTES: readonly RouteCase[] = [
         );
         expect(await response.text()).toBe(missing);
       }
-      if (caller !== 'owner') {
+      if (caller === 'none' || caller === 'other') {
         // The run goes on: still the thread's active run, and alice can still cancel it.
         expect((await aliceReads(h, id)).activeRunId).toBe(runId);
         const own = await fetch(`${h.base}/runs/${runId}`, { method: 'DELETE', headers: headers('owner') });
@@ -196,7 +255,8 @@ export const ROUTES: readonly RouteCase[] = [
     async run(h, caller, id) {
       const requestId = await h.suspendedThread(id);
       const response = await post(h.base, `/threads/${id}/approvals/${requestId}`, caller, { approve: true });
-      expect(response.status).toBe({ none: 401, other: 409, owner: 200 }[caller]);
+      expect(response.status).toBe({ none: 401, other: 409, owner: 200, over: 429 }[caller]);
+      if (caller === 'over') await expectOverLimit(response);
       if (caller === 'other') {
         // Exactly what an answer to a request that does not exist gets.
         const missing = await missingBody(
@@ -210,6 +270,7 @@ export const ROUTES: readonly RouteCase[] = [
         const thread = await aliceReads(h, id);
         expect(thread.pending).toEqual([expect.objectContaining({ requestId })]); // not applied
         expect(thread.activeRunId).toBeNull();
+        expect(await h.runsOf(id)).toBe(1); // the run that asked; no run answered it
       }
     },
   },
@@ -222,10 +283,14 @@ export const ROUTES: readonly RouteCase[] = [
         id,
         messages: [{ id: 'm1', role: 'user', parts: [{ type: 'text', text: 'hello' }] }],
       });
-      const expected = caller === 'none' ? 401 : !h.frontEnds ? 501 : caller === 'other' ? 404 : 200;
+      const expected = frontEndStatus(h, caller);
       expect(response.status).toBe(expected);
-      await response.text();
-      if (caller !== 'owner') expect((await aliceReads(h, id)).messages).toEqual(before.messages);
+      if (expected === 429) await expectOverLimit(response);
+      else await response.text();
+      if (caller !== 'owner') {
+        expect((await aliceReads(h, id)).messages).toEqual(before.messages);
+        expect(await h.runsOf(id)).toBe(1);
+      }
     },
   },
   {
@@ -242,10 +307,14 @@ export const ROUTES: readonly RouteCase[] = [
         state: {},
         forwardedProps: {},
       });
-      const expected = caller === 'none' ? 401 : !h.frontEnds ? 501 : caller === 'other' ? 404 : 200;
+      const expected = frontEndStatus(h, caller);
       expect(response.status).toBe(expected);
-      await response.text();
-      if (caller !== 'owner') expect((await aliceReads(h, id)).messages).toEqual(before.messages);
+      if (expected === 429) await expectOverLimit(response);
+      else await response.text();
+      if (caller !== 'owner') {
+        expect((await aliceReads(h, id)).messages).toEqual(before.messages);
+        expect(await h.runsOf(id)).toBe(1);
+      }
     },
   },
   {
@@ -253,6 +322,7 @@ export const ROUTES: readonly RouteCase[] = [
     async run(h, caller, id) {
       await h.liveRun(id);
       const response = await get(h.base, `/chat/${id}/stream`, caller);
+      // A resume only reads: the owner over her limit gets it too.
       const expected = caller === 'none' ? 401 : !h.frontEnds ? 501 : caller === 'other' ? 204 : 200;
       expect(response.status).toBe(expected);
       await response.body?.cancel();

@@ -1,5 +1,5 @@
 // The access matrix on createAgentServer (agents in this process): every route × {no credentials, another principal,
-// the owner} over the Node adapters (SSE and WebSocket) and the Fetch handler; then the audit of those denials.
+// the owner, the owner over a limit} over the Node adapters (SSE and WebSocket) and the Fetch handler; then the audit of those denials.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,12 +9,13 @@ import {
   attachWebSocket,
   bearerToken,
   createAgentServer,
+  MemoryLimitStore,
   toNodeListener,
   type AccessDenied,
   type AgentServer,
 } from 'cubepi/server';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
-import { headers, MATRIX, TOKENS, type Harness } from './access-matrix.js';
+import { headers, MATRIX, OVER_LIMIT, PRINCIPALS, type Harness } from './access-matrix.js';
 
 const LONG = 'x'.repeat(4000);
 
@@ -23,8 +24,11 @@ function lastPrompt(messages: readonly Message[]): string {
   return typeof user?.content === 'string' ? user.content : '';
 }
 
-/** Alice's agents: "live" streams for a long time, "ask" suspends on a guarded call, anything else answers at once. */
-function agentFor(checkpointer: MemoryCheckpointer) {
+/**
+ * Alice's agents: "live" streams for a long time, "ask" suspends on a guarded call, anything else answers at once.
+ * Each run makes one model call, counted per thread in `calls`.
+ */
+function agentFor(checkpointer: MemoryCheckpointer, calls: Map<string, number>) {
   const ask = defineTool({
     name: 'ask',
     description: 'needs approval',
@@ -37,6 +41,7 @@ function agentFor(checkpointer: MemoryCheckpointer) {
         delayMs: 5,
         chunkSize: 2,
         responses: Array.from({ length: 8 }, () => (messages: readonly Message[]) => {
+          calls.set(threadId, (calls.get(threadId) ?? 0) + 1);
           if (messages.at(-1)?.role === 'toolResult') return fauxMessage('after approval');
           const prompt = lastPrompt(messages);
           if (prompt.startsWith('ask')) return fauxMessage([fauxToolCall('ask', {}, { id: `c${messages.length}` })]);
@@ -56,14 +61,16 @@ describe('createAgentServer: every route × every caller', () => {
   let http: Server;
   let harness: Harness;
   const denied: AccessDenied[] = [];
+  const calls = new Map<string, number>();
 
   beforeAll(async () => {
     const checkpointer = new MemoryCheckpointer();
     server = createAgentServer({
-      agent: agentFor(checkpointer),
+      agent: agentFor(checkpointer, calls),
       checkpointer,
       heartbeatMs: 1000,
-      authenticate: bearerToken({ [TOKENS.alice]: 'alice', [TOKENS.bob]: 'bob' }),
+      authenticate: bearerToken(PRINCIPALS),
+      limits: { policy: OVER_LIMIT, store: new MemoryLimitStore() },
       onAccessDenied: (event) => denied.push(event),
     });
     http = createServer(toNodeListener(server));
@@ -88,6 +95,7 @@ describe('createAgentServer: every route × every caller', () => {
       fetch: (request) => server.fetch(request),
       frontEnds: true,
       metrics: () => server.metrics(),
+      runsOf: (threadId) => Promise.resolve(calls.get(threadId) ?? 0),
       liveRun: (threadId) => start(threadId, 'live'),
       async finishedThread(threadId) {
         const runId = await start(threadId, 'hello');
@@ -116,11 +124,20 @@ describe('createAgentServer: every route × every caller', () => {
     const metrics = harness.metrics();
     expect(metrics.unauthenticated).toBe(denied.filter((d) => d.status === 401).length);
     expect(metrics.forbidden).toBe(denied.filter((d) => d.status === 404).length);
+    expect(metrics.limited).toBe(denied.filter((d) => d.status === 429).length);
     expect(metrics.unauthenticated).toBeGreaterThan(0);
     expect(metrics.forbidden).toBeGreaterThan(0);
+    // The over-limit column: one refusal per route that starts work (a prompt, an answer, /chat, /ag-ui).
+    expect(denied.filter((d) => d.status === 429).map((d) => d.action)).toEqual([
+      'start_run',
+      'answer_approval',
+      'chat',
+      'ag_ui',
+    ]);
     for (const event of denied) {
       if (event.status === 401)
         expect(event).toEqual({ principal: undefined, action: undefined, resource: undefined, status: 401 });
+      else if (event.status === 429) expect(event.principal).toEqual({ id: 'alice', roles: ['spent'] });
       else {
         expect(event.principal).toEqual({ id: 'bob' });
         expect(event.action).toEqual(expect.any(String));

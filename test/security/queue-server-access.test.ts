@@ -1,5 +1,5 @@
 // The access matrix on createQueueServer (a run queue on the real PostgreSQL, a worker in this process): every route
-// × {no credentials, another principal, the owner} over the Node adapters (SSE and WebSocket) and the Fetch handler;
+// × {no credentials, another principal, the owner, the owner over a limit} over the Node adapters (SSE and WebSocket) and the Fetch handler;
 // the owner and principal stored with each run; the worker handing the principal to the agent and its tools.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,10 +17,17 @@ import {
   type QueueServer,
 } from 'cubepi/server';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
-import { createRunQueue, startWorker, type RunQueue, type RunWorker } from 'cubepi/worker';
+import {
+  createPostgresLimitStore,
+  createRunQueue,
+  startWorker,
+  type PostgresLimitStore,
+  type RunQueue,
+  type RunWorker,
+} from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 import { createEffectsTable, queueAgents } from '../worker/fixtures/queue-agents.js';
-import { headers, MATRIX, TOKENS, type Harness } from './access-matrix.js';
+import { headers, MATRIX, OVER_LIMIT, PRINCIPALS, TOKENS, type Harness } from './access-matrix.js';
 
 requirePostgres();
 
@@ -31,6 +38,7 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
   let schema: string;
   let queue: RunQueue;
   let worker: RunWorker;
+  let store: PostgresLimitStore;
   let server: QueueServer;
   let http: Server;
   let harness: Harness;
@@ -43,6 +51,7 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
     await createEffectsTable(pool, schema);
     queue = createRunQueue({ pool, schema, bossSchema: `${schema}_boss` });
     const checkpointer = new PostgresCheckpointer(pool, { schema });
+    store = createPostgresLimitStore({ pool, schema });
     const agents = queueAgents({ pool, schema, delayMs: 20 });
     worker = await startWorker({
       queue,
@@ -75,7 +84,8 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
       agent: 'guarded',
       checkpointer,
       heartbeatMs: 1000,
-      authenticate: bearerToken({ [TOKENS.alice]: 'alice', [TOKENS.bob]: 'bob' }),
+      authenticate: bearerToken(PRINCIPALS),
+      limits: { policy: OVER_LIMIT, store },
       onAccessDenied: (event) => denied.push(event),
     });
     http = createServer(toNodeListener(server));
@@ -100,6 +110,13 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
       fetch: (request) => server.fetch(request),
       frontEnds: false,
       metrics: () => server.metrics(),
+      async runsOf(threadId) {
+        const { rows } = await pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM "${schema}".cubepi_runs WHERE thread_id = $1`,
+          [threadId],
+        );
+        return rows[0]!.n;
+      },
       async liveRun(threadId) {
         const runId = await start(threadId, LONG);
         // Live means a worker has it (so the thread's activeRunId is this run).
@@ -127,6 +144,7 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
     await new Promise<void>((resolve) => http.close(() => resolve()));
     await worker?.stop({ graceMs: 0 });
     await queue?.close();
+    await store?.close();
     await dropSchema(pool, schema);
     await dropSchema(pool, `${schema}_boss`);
     await pool.end();
@@ -145,7 +163,13 @@ describe.skipIf(!pgAvailable)('createQueueServer: every route × every caller', 
     const metrics = harness.metrics();
     expect(metrics.unauthenticated).toBe(denied.filter((d) => d.status === 401).length);
     expect(metrics.forbidden).toBe(denied.filter((d) => d.status === 404).length);
+    expect(metrics.limited).toBe(denied.filter((d) => d.status === 429).length);
     expect(metrics.forbidden).toBeGreaterThan(0);
+    // The over-limit column: one refusal per route that starts work (/chat and /ag-ui are not served: 501).
+    expect(denied.filter((d) => d.status === 429).map((d) => d.action)).toEqual(['start_run', 'answer_approval']);
+    for (const event of denied.filter((d) => d.status === 429)) {
+      expect(event.principal).toEqual({ id: 'alice', roles: ['spent'] });
+    }
     const actions = new Set(denied.map((d) => d.action));
     for (const action of ['start_run', 'read_thread', 'watch_run', 'cancel_run', 'answer_approval']) {
       expect(actions).toContain(action);
