@@ -160,7 +160,8 @@ export class AgentStateStore {
           this.streamingMessage = undefined;
           if (message.stopReason === 'error' || message.stopReason === 'aborted')
             this.errorMessage = message.errorMessage;
-          else if (message.stopReason === 'blocked') this.errorMessage = `Blocked: ${message.blockReason ?? 'no reason given'}`;
+          else if (message.stopReason === 'blocked')
+            this.errorMessage = `Blocked: ${message.blockReason ?? 'no reason given'}`;
         }
         break;
       }

@@ -5,7 +5,13 @@
  */
 import type { TurnDecision } from '../middleware/types.js';
 import { renderFragments } from '../types/apply-patch.js';
-import { isRecordOnly, toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
+import {
+  isRecordOnly,
+  toolCallsOf,
+  type AssistantMessage,
+  type Message,
+  type ToolResultMessage,
+} from '../types/messages.js';
 import { wait, type Op } from './drive.js';
 import { addMessage, callHook, newTurn, turnContext, type RunState } from './run-state.js';
 import { useTools } from './use-tools.js';

@@ -234,7 +234,7 @@ function mergeReasoningDetails(merged: ReasoningDetail[], fragments: readonly un
     for (const [key, value] of Object.entries(piece)) {
       if (value === null || value === undefined) continue;
       if ((key === 'text' || key === 'summary' || key === 'data') && typeof value === 'string') {
-        next[key] = (typeof last[key] === 'string' ? (last[key]) : '') + value;
+        next[key] = (typeof last[key] === 'string' ? last[key] : '') + value;
       } else next[key] = value;
     }
     out[out.length - 1] = next;

@@ -141,7 +141,11 @@ export function resolveServing(owner: string, options: ServingOptions): ServerSe
     basePath,
     heartbeatMs: options.heartbeatMs ?? 15_000,
     maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
-    hosts: hostPolicy(owner, options.allowedHosts, options.authToken !== undefined || options.authenticate !== undefined),
+    hosts: hostPolicy(
+      owner,
+      options.allowedHosts,
+      options.authToken !== undefined || options.authenticate !== undefined,
+    ),
   };
 }
 

@@ -181,15 +181,7 @@ export function errorMessageOf(error: unknown): string {
 
 /** The checkpointer operation an error happened in. `open` covers connecting, opening a file and migrations. */
 export type CheckpointOperation =
-  | 'open'
-  | 'load'
-  | 'append'
-  | 'saveExtra'
-  | 'listThreads'
-  | 'deleteThread'
-  | 'fork'
-  | 'claimThread'
-  | 'threadOwner';
+  'open' | 'load' | 'append' | 'saveExtra' | 'listThreads' | 'deleteThread' | 'fork' | 'claimThread' | 'threadOwner';
 
 /** What a {@link CheckpointError} reports. */
 export interface CheckpointErrorDetails {
