@@ -10,7 +10,12 @@
 // pool, interleaved: the admit call alone and a `SELECT 1` — the check is one round trip, so on a loaded machine its
 // cost is that round trip's.
 //
+// With `--baseline DIR` (another build's `dist`, e.g. main's copied into the worktree as dist-old), a third variant,
+// `with, baseline`, is that build's createQueueServer and createPostgresLimitStore (same limits, queue, pool and
+// tables), in the same rotation: a change to the start path measured against the code before it, interleaved.
+//
 // Run after `npm run build`:  node bench/limit-check.mjs [--starts 2000] [--principals 100] [--warm 200]
+//                             [--baseline ../dist-old]
 // Printed, not written to RESULTS.md (copy the table there by hand). Never part of `npm test`.
 import pg from 'pg';
 import { median, pgConfig } from './common.mjs';
@@ -25,6 +30,12 @@ const option = (name, fallback) => {
   const i = args.indexOf(`--${name}`);
   return Number(i >= 0 ? args[i + 1] : fallback);
 };
+const baselineAt = args.indexOf('--baseline');
+const fromBaseline = (entry) => import(new URL(`${args[baselineAt + 1]}/src/${entry}`, import.meta.url).href);
+const baseline =
+  baselineAt >= 0
+    ? { ...(await fromBaseline('server/index.js')), ...(await fromBaseline('worker/index.js')) }
+    : undefined;
 const STARTS = option('starts', 2000);
 const PRINCIPALS = option('principals', 100);
 const WARM = option('warm', 200);
@@ -43,7 +54,16 @@ const limits = { concurrentRuns: 1_000_000, requestsPerMinute: 1_000_000, tokens
 const servers = {
   without: createQueueServer(common),
   with: createQueueServer({ ...common, limits: { policy: limits, store } }),
+  ...(baseline
+    ? {
+        baseline: baseline.createQueueServer({
+          ...common,
+          limits: { policy: limits, store: baseline.createPostgresLimitStore({ pool, schema }) },
+        }),
+      }
+    : {}),
 };
+const variants = Object.keys(servers);
 
 let n = 0;
 async function start(server) {
@@ -65,29 +85,35 @@ const percentile = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length -
 try {
   await queue.start();
   await store.migrate();
-  for (let i = 0; i < WARM; i++) await start(i % 2 === 0 ? servers.without : servers.with);
-  const times = { without: [], with: [], admit: [], select1: [] };
+  for (let i = 0; i < WARM; i++) await start(servers[variants[i % variants.length]]);
+  const times = { without: [], with: [], baseline: [], admit: [], select1: [] };
   const timed = async (work) => {
     const t0 = process.hrtime.bigint();
     await work();
     return Number(process.hrtime.bigint() - t0) / 1e6;
   };
   for (let i = 0; i < STARTS; i++) {
-    const variant = i % 2 === 0 ? 'without' : 'with';
+    const variant = variants[i % variants.length];
     times[variant].push(await start(servers[variant]));
-    if (i % 2 === 0) {
+    if (variant === 'without') {
       times.admit.push(await timed(() => store.admit(`user-${i % PRINCIPALS}`, crypto.randomUUID(), limits)));
       times.select1.push(await timed(() => pool.query('SELECT 1')));
     }
   }
   const row = (name) => `| ${name} | ${median(times[name]).toFixed(3)} | ${percentile(times[name], 0.9).toFixed(3)} |`;
-  console.log(`Run start on PostgreSQL, ${STARTS / 2} starts per variant, ${PRINCIPALS} principals (ms)\n`);
+  console.log(`Run start on PostgreSQL, ${times.without.length} starts per variant, ${PRINCIPALS} principals (ms)\n`);
   console.log('| variant | p50 | p90 |\n| --- | --- | --- |');
   console.log(row('without').replace('| without |', '| start, without limits |'));
   console.log(row('with').replace('| with |', '| start, with the limit check |'));
+  if (baseline) console.log(row('baseline').replace('| baseline |', '| start, with the limit check, baseline build |'));
   console.log(row('admit').replace('| admit |', '| the admit call alone |'));
   console.log(row('select1').replace('| select1 |', '| `SELECT 1` (one round trip) |'));
   console.log(`\np50 added by the limit check: ${(median(times.with) - median(times.without)).toFixed(3)} ms`);
+  if (baseline) {
+    const added = (median(times.baseline) - median(times.without)).toFixed(3);
+    console.log(`p50 added by the limit check in the baseline build: ${added} ms`);
+  }
+  console.log(`load average at the end: ${(await import('node:fs')).readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
 } finally {
   for (const server of Object.values(servers)) server.close();
   await queue.close();

@@ -30,18 +30,24 @@
 //                       connections to it (cubepi: 200 × GET /runs/:id/events; AI SDK: 200 tee branches); the server's
 //                       RSS (/proc/PID/status VmRSS) before and after they are all open, per connection.
 //
+// Authenticated (issue 37): `cubepi16auth` is cubepi with flush 16 behind `authenticate: jwtAuthenticator({ secret })`
+// (HS256) and the default ownership ("owner only"); the client signs one JWT (sub "bench-user") and sends it as
+// `Authorization: Bearer <jwt>` on the POST and on every GET, so the same principal owns the thread and watches the run.
+//
 // Metrics: deltas/s end to end (100,000 / ms from the POST to the last client's end), body bytes per delta (one
 // client's body bytes / 100,000: headers and chunked framing excluded), the server's CPU time for the answer
 // (/proc/PID/stat utime + stime, before the POST and after the last end), RSS per idle connection, text verified.
 //
-//   node sse-fanout.mjs [--reps 5] [--clients 1,100] [--idle 200] [--only cubepi16,cubepi0,aisdk] [--no-write]
+//   node sse-fanout.mjs [--reps 5] [--clients 1,100] [--idle 200] [--only cubepi16,cubepi0,aisdk,cubepi16auth]
+//                       [--no-write]
 //   node sse-fanout.mjs --from-raw [results-sse/raw.json]   (renders the last run's figures again, measures nothing)
-//   node sse-fanout.mjs --role server --contender cubepi --flush 16 [--wait]      (prints {"port":…})
-//   node sse-fanout.mjs --role client --contender cubepi --port P --pid PID --clients 100
+//   node sse-fanout.mjs --role server --contender cubepi --flush 16 [--wait] [--auth]      (prints {"port":…})
+//   node sse-fanout.mjs --role client --contender cubepi --port P --pid PID --clients 100 [--auth]
 //
 // cubepi is loaded from ../dist by path (RESULTS.md: loading through bench/node_modules/cubepi measured slower once);
 // `ai` from bench/node_modules. Run `npm run build` at the root first. Never part of `npm test`.
 import { spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -64,11 +70,21 @@ const TEXT = Array.from({ length: N }, (_, i) => piece(i)).join('');
 const immediate = () => new Promise((resolve) => setImmediate(resolve));
 const pace = (i) => (i % 16 === 15 ? immediate() : undefined);
 
+// --- authentication (--auth): one HS256 secret shared by the server and the client roles -----------------------
+const JWT_SECRET = 'sse-fanout-bench-secret-0123456789';
+const b64url = (x) => Buffer.from(x).toString('base64url');
+/** An HS256 JWT for `sub`, valid for an hour (signed with node:crypto, verified by the server on Web Crypto). */
+function signJwt(sub) {
+  const head = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
+  const body = b64url(JSON.stringify({ sub, iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 3600 }));
+  return `${head}.${body}.${createHmac('sha256', JWT_SECRET).update(`${head}.${body}`).digest('base64url')}`;
+}
+
 // --- the server role -------------------------------------------------------------------------------------------
-async function cubepiServer(flushMs, wait) {
+async function cubepiServer(flushMs, wait, auth) {
   const dist = new URL('../dist/src/', import.meta.url);
   const { Agent, MessageAssembler } = await import(new URL('index.js', dist).href);
-  const { createAgentServer, toNodeListener } = await import(new URL('server/index.js', dist).href);
+  const { createAgentServer, jwtAuthenticator, toNodeListener } = await import(new URL('server/index.js', dist).href);
   // The rxjs cubepi loads (its `import 'rxjs'` resolves, under Node, to the same CommonJS build as this require).
   const { Observable } = createRequire(fileURLToPath(new URL('index.js', dist)))('rxjs');
   const provider = {
@@ -98,6 +114,7 @@ async function cubepiServer(flushMs, wait) {
   const server = createAgentServer({
     agent: () => new Agent({ provider, model: { id: 'scripted-1', provider: 'scripted' }, systemPrompt: 'bench' }),
     flushMs,
+    ...(auth ? { authenticate: jwtAuthenticator({ secret: JWT_SECRET }) } : {}),
   });
   return http.createServer(toNodeListener(server));
 }
@@ -187,7 +204,9 @@ async function serverRole() {
   const contender = option('contender');
   const wait = args.includes('--wait');
   const server =
-    contender === 'cubepi' ? await cubepiServer(Number(option('flush', '16')), wait) : await aisdkServer(wait);
+    contender === 'cubepi'
+      ? await cubepiServer(Number(option('flush', '16')), wait, args.includes('--auth'))
+      : await aisdkServer(wait);
   process.on('SIGINT', () => process.exit(0)); // a normal exit: --cpu-prof writes its profile
   server.keepAliveTimeout = 0;
   server.listen(0, '127.0.0.1', () => process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`));
@@ -248,10 +267,11 @@ async function clientRole() {
   const pid = Number(option('pid'));
   const clients = Number(option('clients', '1'));
   const idle = Number(option('idle', '0'));
+  const authHeaders = args.includes('--auth') ? { authorization: `Bearer ${signJwt('bench-user')}` } : {};
   const post = (path, body) =>
     fetch(`${base}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...authHeaders },
       body: JSON.stringify(body),
     }).then(async (r) => {
       if (r.status !== 201) throw new Error(`POST ${path}: HTTP ${r.status} ${await r.text()}`);
@@ -265,7 +285,9 @@ async function clientRole() {
     const before = procStatusKb(pid, 'VmRSS');
     const controller = new AbortController();
     const open = await Promise.all(
-      Array.from({ length: idle }, () => fetch(`${base}/runs/${runId}/events`, { signal: controller.signal })),
+      Array.from({ length: idle }, () =>
+        fetch(`${base}/runs/${runId}/events`, { headers: authHeaders, signal: controller.signal }),
+      ),
     );
     if (open.some((r) => r.status !== 200)) throw new Error('an idle connection was refused');
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -282,7 +304,9 @@ async function clientRole() {
     bodies = [await readBody(`${base}/chat`, { method: 'POST', body: '{}' })];
   } else {
     const runId = await start();
-    bodies = await Promise.all(Array.from({ length: clients }, () => readBody(`${base}/runs/${runId}/events`)));
+    bodies = await Promise.all(
+      Array.from({ length: clients }, () => readBody(`${base}/runs/${runId}/events`, { headers: authHeaders })),
+    );
   }
   const ms = performance.now() - t0;
   const serverCpuMs = cpuMs(pid) - cpu0;
@@ -301,6 +325,7 @@ const CONTENDERS = {
   cubepi16: { contender: 'cubepi', flush: 16, label: 'cubepi (flushMs 16, default)' },
   cubepi0: { contender: 'cubepi', flush: 0, label: 'cubepi (flushMs 0)' },
   aisdk: { contender: 'aisdk', flush: 0, label: 'AI SDK 6.0.325 toUIMessageStreamResponse' },
+  cubepi16auth: { contender: 'cubepi', flush: 16, auth: true, label: 'cubepi (flushMs 16, JWT HS256 + owner only)' },
 };
 
 function firstLine(child, timeoutMs) {
@@ -325,15 +350,25 @@ function firstLine(child, timeoutMs) {
 }
 
 async function measure(key, clients, idle, nodeFlags = []) {
-  const { contender, flush } = CONTENDERS[key];
+  const { contender, flush, auth } = CONTENDERS[key];
+  const authArgs = auth ? ['--auth'] : [];
   const server = spawn(
     process.execPath,
-    [...nodeFlags, SELF, '--role', 'server', '--contender', contender, '--flush', String(flush), ...(idle ? ['--wait'] : [])],
+    [
+      ...nodeFlags,
+      SELF,
+      ...['--role', 'server', '--contender', contender, '--flush', String(flush)],
+      ...(idle ? ['--wait'] : []),
+      ...authArgs,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   try {
     const { port } = await firstLine(server, 30_000);
-    const clientArgs = ['--role', 'client', '--contender', contender, '--port', String(port), '--pid', String(server.pid)];
+    const clientArgs = [
+      ...['--role', 'client', '--contender', contender, '--port', String(port), '--pid', String(server.pid)],
+      ...authArgs,
+    ];
     const client = spawn(process.execPath, [SELF, ...clientArgs, '--clients', String(clients), '--idle', String(idle)], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -422,6 +457,23 @@ function render({ reps, clientCounts, idle, keys, load, results, failures }) {
       );
     }
   }
+  // Authenticated ÷ unauthenticated, per repetition (the two ran next to each other in each rotation) and of medians.
+  const authRows = [];
+  for (const clients of clientCounts) {
+    const on = results[`cubepi16auth/${clients}/0`] ?? [];
+    const off = results[`cubepi16/${clients}/0`] ?? [];
+    if (on.length === 0 || off.length === 0) continue;
+    const per = (f) =>
+      on
+        .slice(0, off.length)
+        .map((r, i) => fmt(f(r) / f(off[i]), 3))
+        .join(', ');
+    const ofMedians = (f) => fmt(median(on.map(f)) / median(off.map(f)), 3);
+    authRows.push(
+      `| ${clients} | ${ofMedians((r) => r.deltasPerSec)} | ${per((r) => r.deltasPerSec)} | ` +
+        `${ofMedians((r) => r.serverCpuMs)} | ${per((r) => r.serverCpuMs)} |`,
+    );
+  }
   const idleRows = [];
   for (const key of keys) {
     const rs = results[`${key}/0/${idle}`];
@@ -464,6 +516,16 @@ function render({ reps, clientCounts, idle, keys, load, results, failures }) {
     '| server | KB per idle connection (median) | ÷ AI SDK | each repetition | n |',
     '| --- | ---: | ---: | --- | ---: |',
     ...idleRows,
+    ...(authRows.length
+      ? [
+          '',
+          'Authenticated (JWT HS256 + owner only) ÷ unauthenticated, cubepi flushMs 16:',
+          '',
+          '| clients | deltas/s, of medians | deltas/s, each repetition | server CPU ms, of medians | server CPU ms, each repetition |',
+          '| ---: | ---: | --- | ---: | --- |',
+          ...authRows,
+        ]
+      : []),
     ...(failures.length ? ['', 'Failed measurements:', '', ...failures.map((f) => `- ${f}`)] : []),
   ].join('\n');
 }

@@ -64,6 +64,13 @@ const VERIFY = {
 const KEY_TYPE: Record<Algorithm, string> = { HS256: 'oct', RS256: 'RSA', ES256: 'EC' };
 /** Fetch an unknown `kid` again at most this often (a rotated key shows up; a flood of bad kids does not DoS the IdP). */
 const REFETCH_MS = 30_000;
+/**
+ * Tokens whose signature verified are remembered this long (at most `VERIFIED_MAX`, the oldest forgotten first), so a
+ * client's many requests with one token — the 100 watchers of a fan-out, an `EventSource`'s reconnects — cost one
+ * signature check, not one each. The claims (`exp`, `nbf`, `iss`, `aud`) are still checked at every request.
+ */
+const VERIFIED_MS = 60_000;
+const VERIFIED_MAX = 1024;
 
 /**
  * An {@link Authenticator} of JSON Web Tokens, presented as `Authorization: Bearer <jwt>` (or `?access_token=`). A
@@ -71,6 +78,8 @@ const REFETCH_MS = 30_000;
  * whose `kid` it names, or any key of the right type when it names none), its `exp` has not passed and its `nbf` has
  * (with `clockToleranceSec`), and its `iss` and `aud` match the options that name them. Anything else (`alg: none`,
  * an algorithm the keys are not for, a malformed token, a key set that cannot be fetched) gives no principal: 401.
+ * A token whose signature verified is remembered for a minute (1,024 tokens at most), so its next requests skip the
+ * signature check; its claims are checked again at every request, so it expires on time.
  *
  * Throws {@link ConfigurationError} for options without exactly one key source.
  *
@@ -95,6 +104,37 @@ export function jwtAuthenticator(options: JwtAuthenticatorOptions): Authenticato
   const audiences = options.audience === undefined ? undefined : [options.audience].flat();
   const toPrincipal = options.principal ?? defaultPrincipal;
   const keys = keySource(options);
+  const verified = new Map<string, { readonly at: number; readonly holds: Promise<boolean> }>();
+  /** Whether the token's signature verifies against the keys: checked once per token, then remembered. */
+  const signatureHolds = (
+    token: string,
+    alg: Algorithm,
+    kid: string | undefined,
+    signed: string,
+    signature: Uint8Array<ArrayBuffer>,
+  ): Promise<boolean> => {
+    const now = Date.now();
+    const hit = verified.get(token);
+    if (hit !== undefined && now - hit.at < VERIFIED_MS) return hit.holds;
+    const data = new TextEncoder().encode(signed);
+    const holds = (async () => {
+      for (const key of await keys(alg, kid)) {
+        if (await crypto.subtle.verify(VERIFY[alg], key, signature, data).catch(() => false)) {
+          return true;
+        }
+      }
+      return false;
+    })();
+    const entry = { at: now, holds };
+    verified.delete(token);
+    verified.set(token, entry);
+    if (verified.size > VERIFIED_MAX) verified.delete(verified.keys().next().value!);
+    // Only good signatures are remembered (a key set that could not be fetched is asked again next time).
+    void holds.then((ok) => {
+      if (!ok && verified.get(token) === entry) verified.delete(token);
+    });
+    return holds;
+  };
 
   return async (request) => {
     const token = presentedToken(request);
@@ -108,15 +148,8 @@ export function jwtAuthenticator(options: JwtAuthenticatorOptions): Authenticato
     const alg = header.alg;
     if (alg !== 'HS256' && alg !== 'RS256' && alg !== 'ES256') return null;
     const kid = typeof header.kid === 'string' ? header.kid : undefined;
-    const signed = new TextEncoder().encode(`${parts[0]}.${parts[1]}`);
-    let verified = false;
-    for (const key of await keys(alg, kid)) {
-      if (await crypto.subtle.verify(VERIFY[alg], key, signature, signed).catch(() => false)) {
-        verified = true;
-        break;
-      }
-    }
-    if (!verified || !claimsHold(claims, tolerance, options.issuer, audiences)) return null;
+    if (!(await signatureHolds(token, alg, kid, `${parts[0]}.${parts[1]}`, signature))) return null;
+    if (!claimsHold(claims, tolerance, options.issuer, audiences)) return null;
     const principal = toPrincipal(claims);
     return isPrincipal(principal) ? principal : null;
   };

@@ -81,11 +81,13 @@ export function createPostgresLimitStore(options: PostgresLimitStoreOptions): Po
   const store: PostgresLimitStore = {
     async admit(principalId: string, runId: string, limits: Limits): Promise<Admission> {
       await ready();
-      const { rows } = await pool.query<RefusalRow>(`SELECT * FROM ${tables.admit}($1, $2, $3)`, [
-        principalId,
-        runId,
-        JSON.stringify(limits),
-      ]);
+      // A named (prepared) statement: parsed and planned once per connection, not at every start. The name carries
+      // the schema (at most 40 characters: within PostgreSQL's 63), so two stores on one pool never share one.
+      const { rows } = await pool.query<RefusalRow>({
+        name: `cubepi_admit_${schema}`,
+        text: `SELECT * FROM ${tables.admit}($1, $2, $3)`,
+        values: [principalId, runId, JSON.stringify(limits)],
+      });
       const row = rows[0];
       if (row === undefined || row.code === null) return { admitted: true };
       return { admitted: false, refusal: refusalOf(row) };

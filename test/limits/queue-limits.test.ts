@@ -157,6 +157,8 @@ describe.skipIf(!pgAvailable)('limits across two API nodes and two workers (Post
       const events = await collect(fromAgentEvents(runEventsUrl(a, runId), { token: ALICE }));
       expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
     }
+    // The workers stop first: a run they picked up and ended between the next posts would free its slot again.
+    await Promise.all(workers.splice(0).map((w) => w.stop({ graceMs: 0 })));
     expect((await post(b, ALICE, 'after-1')).status).toBe(201);
     expect((await post(a, ALICE, 'after-2')).status).toBe(201);
     expect((await post(a, ALICE, 'after-3')).status).toBe(429);

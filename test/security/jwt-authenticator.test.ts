@@ -2,7 +2,7 @@
 // HTTP server; a token is a principal only when its signature, exp, nbf, iss and aud all hold.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jwtAuthenticator, type JsonWebKeySet, type Jwk } from 'cubepi/server';
 
 type CryptoKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
@@ -154,6 +154,31 @@ describe('jwtAuthenticator', () => {
     const rsa = await rsaPair('k1');
     const authenticate = jwtAuthenticator({ jwksUrl: `http://127.0.0.1:${port}/jwks.json` });
     expect(await authenticate(request(await sign('RS256', rsa.privateKey, { sub: 'a' }, { kid: 'k1' })))).toBeNull();
+  });
+
+  it("verifies a token's signature once for its many requests, yet checks its exp at every one", async () => {
+    const authenticate = jwtAuthenticator({ secret: SECRET, clockToleranceSec: 0 });
+    const key = await hmacKey();
+    const token = await sign('HS256', key, { sub: 'alice', exp: now() + 2 });
+    const verify = vi.spyOn(crypto.subtle, 'verify');
+    try {
+      // 100 watchers of one run, arriving together: one signature check.
+      const principals = await Promise.all(Array.from({ length: 100 }, async () => authenticate(request(token))));
+      expect(principals.every((p) => p?.id === 'alice')).toBe(true);
+      expect(verify).toHaveBeenCalledTimes(1);
+      // A tampered token is another string: checked (and refused), never taken for the remembered one.
+      const [head, , sig] = token.split('.');
+      const tampered = `${head}.${b64url(JSON.stringify({ sub: 'mallory', exp: now() + 60 }))}.${sig}`;
+      expect(await authenticate(request(tampered))).toBeNull();
+      expect(await authenticate(request(tampered))).toBeNull();
+      expect(verify).toHaveBeenCalledTimes(3); // a bad signature is not remembered
+      // Past its exp the remembered token is refused (the claims are checked at every request).
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 3000 });
+      expect(await authenticate(request(token))).toBeNull();
+    } finally {
+      vi.useRealTimers();
+      verify.mockRestore();
+    }
   });
 
   it('refuses options without exactly one key source, or a short secret', () => {
