@@ -18,6 +18,7 @@ import {
 } from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 import { createEffectsTable, queueAgents } from '../worker/fixtures/queue-agents.js';
+import { awayFromMinuteEdge, waitUntil } from './minute-window.js';
 
 requirePostgres();
 
@@ -35,19 +36,6 @@ interface ApiProcess {
   readonly child: ChildProcess;
   readonly base: Promise<string>;
   readonly exited: Promise<number | null>;
-}
-
-/** Resolves once the wall clock is not in the last 8 s of a minute (so a test's counts fall in one minute window). */
-async function awayFromMinuteEdge(): Promise<void> {
-  while (new Date().getUTCSeconds() >= 52) await new Promise((resolve) => setTimeout(resolve, 100));
-}
-
-async function waitUntil(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 describe.skipIf(!pgAvailable)('limits across two API processes and two workers (PostgreSQL)', () => {
@@ -176,7 +164,7 @@ describe.skipIf(!pgAvailable)('limits across two API processes and two workers (
   }, 60_000);
 
   it('holds requestsPerMinute across both processes (one minute on the database clock), per principal', async () => {
-    await awayFromMinuteEdge();
+    await awayFromMinuteEdge(admin);
     const responses = await burst(TOKENS.carol, 'r', 8);
     const statuses = responses.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).toHaveLength(3);

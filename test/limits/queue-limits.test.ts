@@ -22,17 +22,13 @@ import {
 } from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 import { createEffectsTable, queueAgents } from '../worker/fixtures/queue-agents.js';
+import { awayFromMinuteEdge } from './minute-window.js';
 
 requirePostgres();
 
 const collect = <T>(source: Observable<T>) => lastValueFrom(source.pipe(toArray()));
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-0123456789ab';
-
-/** Resolves once the wall clock is not in the last 8 s of a minute (so a test's counts fall in one minute window). */
-async function awayFromMinuteEdge(): Promise<void> {
-  while (new Date().getUTCSeconds() >= 52) await new Promise((resolve) => setTimeout(resolve, 100));
-}
 
 describe.skipIf(!pgAvailable)('limits across two API nodes and two workers (PostgreSQL)', () => {
   let schema: string;
@@ -190,7 +186,7 @@ describe.skipIf(!pgAvailable)('limits across two API nodes and two workers (Post
   });
 
   it('holds requestsPerMinute across both nodes (one fixed minute on the database clock), per principal', async () => {
-    await awayFromMinuteEdge();
+    await awayFromMinuteEdge(admin);
     const [a, b] = [await apiNode({ requestsPerMinute: 3 }), await apiNode({ requestsPerMinute: 3 })];
     const statuses: number[] = [];
     for (let i = 0; i < 6; i++) statuses.push((await post(i % 2 === 0 ? a : b, ALICE, `r${i}`)).status);
@@ -206,7 +202,7 @@ describe.skipIf(!pgAvailable)('limits across two API nodes and two workers (Post
   });
 
   it("stops a run on a worker once its principal's tokens per minute are spent, in mid-run; both nodes then refuse with 429", async () => {
-    await awayFromMinuteEdge();
+    await awayFromMinuteEdge(admin);
     // The first model call (a tool call) spends more than 20 tokens: the run is cancelled before it answers.
     const [a, b] = [await apiNode({ tokensPerMinute: 20 }), await apiNode({ tokensPerMinute: 20 })];
     await worker(5);
