@@ -10,6 +10,7 @@ import {
   type Message,
   type Model,
   type ToolDefinition,
+  userMessage,
 } from '../src/index.js';
 import { fauxMessage } from '../src/testing/index.js';
 
@@ -137,5 +138,22 @@ describe('TokenCalibration', () => {
     const answer = fauxMessage('hello');
     const wild = [...first, { ...answer, usage: { ...answer.usage, input: 1_000_000 } }];
     expect(calibration.estimate('t', wild, { model, messages: wild }).ratio).toBe(4);
+  });
+});
+
+describe('estimateTokens over a growing transcript', () => {
+  it('counts each message once per family and stays exact: a longer transcript adds exactly its new messages', () => {
+    const model = { id: 'claude-sonnet-4-5', provider: 'anthropic' };
+    const messages = Array.from({ length: 50 }, (_, i) => userMessage(`message ${i} ${'word '.repeat(i)}`));
+    const first = estimateTokens({ model, messages: messages.slice(0, 49) });
+    const whole = estimateTokens({ model, messages });
+    expect(whole - first).toBe(
+      estimateTokens({ model, messages: [messages[49]!] }) - estimateTokens({ model, messages: [] }),
+    );
+    // Another message object with other content gets its own count (the cache is by object, never by position).
+    const edited = [...messages.slice(0, 49), userMessage('x'.repeat(4000))];
+    expect(estimateTokens({ model, messages: edited })).toBeGreaterThan(whole);
+    // Another family counts the same messages by its own constants.
+    expect(estimateTokens({ model: { id: 'gpt-4.1', provider: 'openai' }, messages })).not.toBe(whole);
   });
 });
