@@ -129,7 +129,12 @@ export type {
   ModelInputKind,
   ModelThinking,
   ReasoningEffort,
+  ReasoningLevel,
+  ReasoningSetting,
+  ResolvedReasoning,
 } from './types/model.js';
+export type * from './types/output.js';
+export type { BlobStore } from './types/blob.js';
 export type {
   JsonSchema,
   Provider,
@@ -185,6 +190,7 @@ export {
   InvalidInputError,
   InvalidStateError,
   isAbortError,
+  OutputError,
   ProviderError,
   StaleApprovalError,
   StatePatchConflictError,

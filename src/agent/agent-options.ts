@@ -8,7 +8,8 @@ import { HOOK_NAMES, type AgentHooks, type Middleware } from '../middleware/type
 import type { AgentEvent, ParentRun } from '../types/agent-events.js';
 import { ConfigurationError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
-import type { Model } from '../types/model.js';
+import type { Model, ReasoningSetting } from '../types/model.js';
+import type { OutputSpec } from '../types/output.js';
 import type { Provider } from '../types/provider.js';
 import type { Principal } from '../types/principal.js';
 import type { RunLimits } from '../types/tool.js';
@@ -68,6 +69,15 @@ export interface RunOptions {
    * the runs its sub-agents start. Absent for a run nobody in particular asked for.
    */
   readonly principal?: Principal | undefined;
+  /** This run's reasoning setting (overrides the agent's `reasoning`; see `RunSettings.reasoning`). */
+  readonly reasoning?: ReasoningSetting | undefined;
+  /**
+   * The schema this run's final answer must be a value of (overrides the agent's `output`; see docs/output.md). With
+   * it, `prompt()` resolves to the validated value.
+   */
+  readonly output?: OutputSpec | undefined;
+  /** How many times this run asks again after an invalid answer (overrides the agent's `outputRetries`; default 2). */
+  readonly outputRetries?: number | undefined;
 }
 
 /** Throws a {@link ConfigurationError} naming the first invalid option. */

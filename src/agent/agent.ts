@@ -12,6 +12,7 @@ import { composeMiddleware, type MiddlewareDescription } from '../middleware/com
 import type { AgentEvent } from '../types/agent-events.js';
 import type { ForkResult } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, InvalidInputError, InvalidStateError } from '../types/errors.js';
+import type { InferOutput, OutputSpec } from '../types/output.js';
 import type { AnyAgentTool } from '../types/tool.js';
 import type { Message } from '../types/messages.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
@@ -138,8 +139,16 @@ export class Agent {
    * Starts a run with `input` (a string, a message, or messages) and resolves with the messages it added when it
    * ends. Rejects with {@link AgentBusyError} while a run is active, {@link InvalidInputError} for bad input, and with
    * a `HookError` when a hook failed.
+   *
+   * With `options.output` (a schema), it resolves to the run's answer as a value of the schema, typed (see
+   * docs/output.md), and rejects with an `OutputError` when the run ended without one.
    */
-  prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<Message[]> {
+  prompt<S extends OutputSpec>(
+    input: string | Message | readonly Message[],
+    options: RunOptions & { readonly output: S },
+  ): Promise<InferOutput<S>>;
+  prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<Message[]>;
+  prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<unknown> {
     return this.runs.toPromise(() => {
       const prompts = toMessages(input, 'prompt');
       return this.runs.start(() => this.runInput(prompts, 'prompt'), options, undefined);

@@ -4,7 +4,8 @@
  */
 import { isList } from '../types/is-list.js';
 import type { Message } from '../types/messages.js';
-import type { Model } from '../types/model.js';
+import type { Model, ReasoningSetting } from '../types/model.js';
+import type { OutputSpec } from '../types/output.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
 
@@ -27,6 +28,19 @@ export interface RunSettings {
   /** Passed to every provider call (the run's signal is added). */
   readonly streamOptions?: Omit<StreamOptions, 'signal'> | undefined;
   readonly toolChoice?: ToolChoice | undefined;
+  /**
+   * How hard the model thinks, the same on every model (`off`, `minimal` … `max`, or `{ budgetTokens }`): resolved per
+   * attempt from the model table, so a fallback keeps it (docs/providers.md, "Reasoning"). A provider-specific option
+   * in `streamOptions` (`thinkingBudget`, `reasoningEffort`, `thinkingLevel`) wins over it.
+   */
+  readonly reasoning?: ReasoningSetting | undefined;
+  /**
+   * The schema the run's final answer must be a value of (docs/output.md): asked of each model in the strongest mode
+   * it has, validated, asked again on an invalid answer (`outputRetries`), carried by `agent_end.output`.
+   */
+  readonly output?: OutputSpec | undefined;
+  /** How many times a run asks again after an answer that is not a value of `output` (default 2). */
+  readonly outputRetries?: number | undefined;
 }
 
 /** Throws through `fail` for the first invalid setting. */

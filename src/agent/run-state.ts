@@ -15,7 +15,8 @@ import type { ToolCall } from '../types/content.js';
 import { errorMessageOf, HookError, StatePatchConflictError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message, ToolCallOutcome, ToolResultMessage } from '../types/messages.js';
 import type { HookState, StatePatch } from '../types/state.js';
-import type { Model } from '../types/model.js';
+import type { Model, ReasoningSetting } from '../types/model.js';
+import type { OutputSpec } from '../types/output.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AgentToolResult, AnyAgentTool, ToolExecutionMode, ToolRunInfo } from '../types/tool.js';
 import { addUsage, EMPTY_USAGE, type Usage } from '../types/usage.js';
@@ -107,6 +108,12 @@ export interface RunState {
   readonly toolTimeoutMs: number | undefined;
   readonly streamOptions: Omit<StreamOptions, 'signal'> | undefined;
   readonly toolChoice: ToolChoice | undefined;
+  /** The run's reasoning setting, resolved per attempt for the model (see `attemptExtras`). */
+  readonly reasoning: ReasoningSetting | undefined;
+  /** The run's typed-answer schema, if any. */
+  readonly output: OutputSpec | undefined;
+  /** How many times the run asks again after an invalid answer. */
+  readonly outputRetries: number;
   readonly threadId: string | undefined;
   /** The run state: replaced (never changed) by each applied patch. */
   state: HookState;

@@ -11,7 +11,8 @@ import type { ModelAttemptEvent, PreviousAttempt } from '../types/agent-events.j
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import type { Model, ModelIncapability } from '../types/model.js';
 import { modelIncapability } from '../middleware/model-incapability.js';
-import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
+import type { Provider, StreamOptions, StreamRequest, ToolChoice } from '../types/provider.js';
+import { attemptExtras, NO_EXTRAS, type AttemptExtras } from './attempt-extras.js';
 import { ABORTED, wait, type Op } from './drive.js';
 import { closingMessage, RunStopped, turnContext, type RunState, type TurnState } from './run-state.js';
 import { failureMessage, guardStream, noTerminal, storable, streamFailed, StreamGuard } from './stream-guard.js';
@@ -73,16 +74,19 @@ export function* streamResponse(
     // No wrappers: one attempt, the provider's stream consumed directly, with no operator between it and the loop
     // (the per-delta path).
     const { provider, model } = run;
-    const incapable = modelIncapability(model, {
-      messages,
-      systemPrompt,
-      tools: run.tools,
-      options: run.streamOptions,
-    });
-    emitAttempt(run, turn, invocationId, 1, provider.id, model.id, undefined, incapable);
+    const extras = attemptExtras(run, model);
+    const incapable =
+      outputRefusal(extras) ??
+      modelIncapability(model, {
+        messages,
+        systemPrompt,
+        tools: run.tools,
+        options: run.streamOptions,
+      });
+    emitAttempt(run, turn, invocationId, 1, provider.id, model.id, undefined, incapable, extras);
     const stream =
       incapable === undefined
-        ? openStream(run, provider, model, messages, systemPrompt, run.toolChoice, run.streamOptions)
+        ? openStream(run, provider, model, messages, systemPrompt, run.toolChoice, run.streamOptions, extras)
         : refusal(provider.id, model.id, incapable);
     if (!isObservable(stream)) {
       terminal = stream.message;
@@ -131,11 +135,21 @@ export function* streamResponse(
         const before = previous;
         previous = current;
         // A request the model cannot take is not sent: the attempt says why and ends as an error at once.
-        const incapable = modelIncapability(req.model, req);
-        emitAttempt(run, turn, invocationId, attempt, to.provider, to.model, before, incapable);
+        const extras = attemptExtras(run, req.model);
+        const incapable = outputRefusal(extras) ?? modelIncapability(req.model, req);
+        emitAttempt(run, turn, invocationId, attempt, to.provider, to.model, before, incapable, extras);
         const stream =
           incapable === undefined
-            ? openStream(run, req.provider, req.model, req.messages, req.systemPrompt, req.toolChoice, req.options)
+            ? openStream(
+                run,
+                req.provider,
+                req.model,
+                req.messages,
+                req.systemPrompt,
+                req.toolChoice,
+                req.options,
+                extras,
+              )
             : refusal(req.provider.id, req.model.id, incapable);
         if (!isObservable(stream)) {
           current.error = stream.message.errorMessage ?? stream.errorKind;
@@ -227,8 +241,9 @@ function emitAttempt(
   model: string,
   before?: AttemptRecord,
   incapable?: ModelIncapability,
+  extras?: AttemptExtras,
 ): void {
-  const base: ModelAttemptEvent = {
+  let base: ModelAttemptEvent = {
     type: 'model_attempt',
     runId: run.runId,
     turnIndex: turn.index,
@@ -238,6 +253,10 @@ function emitAttempt(
     provider,
     model,
   };
+  if (extras !== undefined && extras !== NO_EXTRAS) {
+    if (extras.output !== undefined) base = { ...base, output: extras.output };
+    if (extras.reasoning !== undefined) base = { ...base, reasoning: extras.reasoning };
+  }
   const event = incapable === undefined ? base : { ...base, incapable };
   // The first attempt (every call's, the only one without wrappers) is the plain literal above: nothing more per turn.
   if (before === undefined) return run.emit(event);
@@ -258,14 +277,20 @@ function openStream(
   systemPrompt: string,
   toolChoice: ToolChoice | undefined,
   options: Omit<StreamOptions, 'signal'> | undefined,
+  extras: AttemptExtras,
 ): Observable<StreamEvent> | ErrorEvent {
   try {
-    const stream: unknown = provider.stream(model, messages, {
+    const request: StreamRequest = {
       systemPrompt,
       tools: run.tools,
       ...(toolChoice !== undefined ? { toolChoice } : {}),
       options: options === undefined ? { signal: run.signal } : { ...options, signal: run.signal },
-    });
+    };
+    const stream: unknown = provider.stream(
+      model,
+      messages,
+      extras === NO_EXTRAS ? request : withExtras(request, extras),
+    );
     if (isObservable(stream)) return stream as Observable<StreamEvent>;
     return contractFailure(
       provider.id,
@@ -279,6 +304,25 @@ function openStream(
       `Provider ${provider.id} threw in stream(): ${errorMessageOf(error)}`,
     );
   }
+}
+
+/** `request` with what an attempt's extras add: the reasoning, the native output, the final tool, the instructions. */
+function withExtras(request: StreamRequest, extras: AttemptExtras): StreamRequest {
+  const { reasoning, native, finalTool, instructions } = extras;
+  return {
+    ...request,
+    ...(instructions !== undefined
+      ? { systemPrompt: request.systemPrompt ? `${request.systemPrompt}\n\n${instructions}` : instructions }
+      : {}),
+    ...(finalTool !== undefined ? { tools: [...(request.tools ?? []), finalTool] } : {}),
+    ...(reasoning !== undefined ? { reasoning } : {}),
+    ...(native !== undefined ? { output: native } : {}),
+  };
+}
+
+/** The incapability of an attempt whose model cannot take the run's `output` as configured. */
+function outputRefusal(extras: AttemptExtras): ModelIncapability | undefined {
+  return extras.refused === undefined ? undefined : { reason: 'output', message: extras.refused };
 }
 
 function kindOf(value: unknown): string {

@@ -2,6 +2,7 @@
  * cubepi as an MCP server: an agent as one MCP tool, or cubepi tools as MCP tools.
  * @module
  */
+import { noFile } from '../providers/transform-messages.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -250,7 +251,7 @@ function servedTool(tool: AnyAgentTool): ServedTool {
         const problem = toolResultProblem(result);
         if (problem !== undefined) return errorResult(`Tool ${tool.name} returned an invalid result: ${problem}`);
         return {
-          content: result.content.map((block) => ({ ...block })),
+          content: result.content.map((block) => ({ ...noFile(block) })),
           ...(result.isError === true ? { isError: true } : {}),
         };
       } catch (error) {

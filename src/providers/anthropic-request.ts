@@ -8,7 +8,7 @@ import { canonicalJson, type Message, type ToolResultMessage } from '../types/me
 import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
-import { transformMessages } from './transform-messages.js';
+import { noFile, transformMessages } from './transform-messages.js';
 
 /**
  * How long Anthropic keeps the prompt-cache breakpoints cubepi sets: `none` (no breakpoints), `short` (5 minutes, the
@@ -114,7 +114,7 @@ function convertMessages(
         if (message.content !== '') content.push({ type: 'text', text: message.content });
       } else {
         for (const block of message.content) {
-          const converted = userBlock(block);
+          const converted = userBlock(noFile(block));
           if (converted) content.push(converted);
         }
       }
@@ -157,7 +157,8 @@ function imageBlock(block: ImageContent): Anthropic.ImageBlockParam {
 
 function toolResultBlock(message: ToolResultMessage): Anthropic.ToolResultBlockParam {
   const content: (Anthropic.TextBlockParam | Anthropic.ImageBlockParam)[] = [];
-  for (const block of message.content) {
+  for (const original of message.content) {
+    const block = noFile(original);
     if (block.type === 'image') content.push(imageBlock(block));
     else if (block.text !== '') content.push({ type: 'text', text: block.text });
   }

@@ -22,7 +22,7 @@ import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import type { CacheRetention } from './anthropic-request.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
-import { transformMessages } from './transform-messages.js';
+import { noFile, transformMessages } from './transform-messages.js';
 
 /** Provider-level settings the request builder needs. */
 export interface BedrockRequestSettings {
@@ -181,7 +181,7 @@ function convertMessages(
         if (message.content !== '') content.push({ text: message.content });
       } else {
         for (const block of message.content) {
-          const converted = userBlock(block, documents);
+          const converted = userBlock(noFile(block), documents);
           if (converted) content.push(converted);
         }
       }
@@ -237,7 +237,8 @@ function toolResultBlock(
   documents: { count: number },
 ): NonNullable<ContentBlock.ToolResultMember['toolResult']> {
   const content: ToolResultContentBlock[] = [];
-  for (const block of message.content) {
+  for (const original of message.content) {
+    const block = noFile(original);
     if (block.type === 'image') content.push(mediaBlock(block, documents));
     else if (block.text !== '') content.push({ text: block.text });
   }

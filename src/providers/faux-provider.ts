@@ -277,5 +277,7 @@ function blockLength(block: Message['content'][number]): number {
       return block.name.length + JSON.stringify(block.arguments).length;
     case 'image':
       return 1000;
+    case 'file':
+      return block.size ?? (block.data !== undefined ? Math.ceil((block.data.length * 3) / 4) : 1000);
   }
 }

@@ -14,7 +14,7 @@ import { canonicalJson, type AssistantMessage, type Message, type ToolResultMess
 import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import { findModel, sameModel } from './model-table.js';
-import { transformMessages } from './transform-messages.js';
+import { noFile, transformMessages } from './transform-messages.js';
 
 /**
  * The prefix of the tool-call ids cubepi makes when Gemini sends a `functionCall` without an `id` (the Gemini API
@@ -114,7 +114,7 @@ function convertMessages(messages: readonly Message[], model: Model, provider: s
           ? message.content === ''
             ? []
             : [{ text: message.content }]
-          : message.content.flatMap(userPart);
+          : message.content.flatMap((block) => userPart(noFile(block)));
       if (parts.length > 0) push({ role: 'user', parts });
     } else if (message.role === 'assistant') {
       const own = message.provider === provider && sameModel(message.model, model.id);

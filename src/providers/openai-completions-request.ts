@@ -9,7 +9,7 @@ import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
 import type { OpenAICompat } from './openai-compat.js';
-import { transformMessages } from './transform-messages.js';
+import { noFile, transformMessages } from './transform-messages.js';
 
 type Params = OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming;
 type ChatMessage = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -103,7 +103,8 @@ function convertMessages(
     flushImages();
     if (message.role === 'user') {
       if (typeof message.content === 'string') out.push({ role: 'user', content: message.content });
-      else if (message.content.length > 0) out.push({ role: 'user', content: message.content.map(userPart) });
+      else if (message.content.length > 0)
+        out.push({ role: 'user', content: message.content.map((block) => userPart(noFile(block))) });
       continue;
     }
     let text = '';

@@ -9,7 +9,7 @@ import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import { findModel } from './model-table.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
-import { transformMessages } from './transform-messages.js';
+import { noFile, transformMessages } from './transform-messages.js';
 
 type Params = OpenAI.Responses.ResponseCreateParamsStreaming;
 type InputItem = OpenAI.Responses.ResponseInputItem;
@@ -116,9 +116,11 @@ function convertMessages(model: Model, messages: readonly Message[], provider: s
         content:
           typeof message.content === 'string'
             ? message.content
-            : message.content.map((block) =>
-                block.type === 'text' ? { type: 'input_text' as const, text: block.text } : inputImage(block),
-              ),
+            : message.content
+                .map(noFile)
+                .map((block) =>
+                  block.type === 'text' ? { type: 'input_text' as const, text: block.text } : inputImage(block),
+                ),
       });
     } else if (message.role === 'toolResult') {
       input.push(functionCallOutput(message));
@@ -215,10 +217,12 @@ function functionCallOutput(message: ToolResultMessage): InputItem {
     type: 'function_call_output',
     call_id: callId,
     output: hasImage
-      ? message.content.map((block) =>
-          block.type === 'text' ? { type: 'input_text' as const, text: block.text } : inputImage(block),
-        )
-      : message.content.map((block) => (block as TextContent).text).join('\n'),
+      ? message.content
+          .map(noFile)
+          .map((block) =>
+            block.type === 'text' ? { type: 'input_text' as const, text: block.text } : inputImage(block),
+          )
+      : message.content.map((block) => (noFile(block) as TextContent).text).join('\n'),
   };
 }
 

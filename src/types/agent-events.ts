@@ -4,7 +4,8 @@
  */
 import type { ApprovalRequest } from './approval.js';
 import type { AssistantMessage, Message, ProviderErrorKind, ToolCallOutcome, ToolResultMessage } from './messages.js';
-import type { ModelIncapability } from './model.js';
+import type { ModelIncapability, ResolvedReasoning } from './model.js';
+import type { AttemptOutput, OutputIssue } from './output.js';
 import type { StatePatch } from './state.js';
 import type { StreamEvent } from './stream-events.js';
 import type { AgentToolResult } from './tool.js';
@@ -67,6 +68,21 @@ export interface AgentEndEvent {
    * the resumed batch's results (the Agent keeps them with the pending requests).
    */
   readonly deferredMessages?: readonly Message[];
+  /**
+   * For a run with `output`: the final answer as a value of the schema (validated). Absent when the run ended without
+   * one; then `outputError` says why.
+   */
+  readonly output?: unknown;
+  /**
+   * For a run with `output` that ended without a valid answer: `invalid` (the last answer was not a value of the
+   * schema and the run's `outputRetries` were spent: outcome `failed`), or `missing` (the run ended `outcome` before
+   * the model answered: failed, stopped, cancelled, suspended). `issues` are the last answer's.
+   */
+  readonly outputError?: {
+    readonly reason: 'invalid' | 'missing';
+    readonly issues: readonly OutputIssue[];
+    readonly attempts: number;
+  };
 }
 
 /** A turn started: one model call and the tool batch it asks for. `turnIndex` counts from 0 within the run. */
@@ -194,6 +210,24 @@ export interface ModelAttemptEvent {
    * `context_overflow` for a request over the model's context window — which `fallback` moves on from.
    */
   readonly incapable?: ModelIncapability;
+  /** For a run with `output`: how this attempt asks for the typed answer. */
+  readonly output?: AttemptOutput;
+  /** For a run with `reasoning`: the setting resolved for this model, as it is sent. */
+  readonly reasoning?: ResolvedReasoning;
+}
+
+/**
+ * The final answer of a run with `output` is not a value of its schema: `issues` say why, `attempt` counts the
+ * answers validated so far in this run (from 1). When the run's `outputRetries` allow, the model is asked again with
+ * the issues (`retrying: true`); otherwise the run ends `failed` with `agent_end.outputError`.
+ */
+export interface OutputInvalidEvent {
+  readonly type: 'output_invalid';
+  readonly runId: string;
+  readonly turnIndex: number;
+  readonly attempt: number;
+  readonly issues: readonly OutputIssue[];
+  readonly retrying: boolean;
 }
 
 /**
@@ -297,6 +331,7 @@ export type AgentEvent =
   | ToolExecutionEndEvent
   | ModelAttemptEvent
   | ModelFallbackEvent
+  | OutputInvalidEvent
   | ApprovalRequestedEvent
   | HookErrorEvent
   | StatePatchedEvent

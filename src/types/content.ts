@@ -55,9 +55,35 @@ export interface ToolCall {
   readonly signature?: string;
 }
 
+/**
+ * A file: a document, an audio clip, a spreadsheet… `mimeType` says what it is (`application/pdf`, `audio/wav`,
+ * `text/csv`). Exactly one of `data` (base64 bytes), `url` (fetched by the vendor, for a model that can), `fileId` (a
+ * vendor file API's id, sent only to that vendor) or `ref` (stored by reference: a blob store's content address, see
+ * {@link BlobRef}; resolved to `data` before a request is sent) holds its content. `size` is the byte length, where
+ * known (always with `ref`). Each provider maps the kinds its models accept (see `docs/files.md`); a model that cannot
+ * take one is refused before the request (`model_incapable`).
+ */
+export interface FileContent {
+  readonly type: 'file';
+  readonly mimeType: string;
+  /** A file name shown to the model where the vendor takes one (`report.pdf`). */
+  readonly name?: string | undefined;
+  readonly data?: string | undefined;
+  readonly url?: string | undefined;
+  readonly fileId?: string | undefined;
+  readonly ref?: BlobRef | undefined;
+  readonly size?: number | undefined;
+}
+
+/**
+ * The content address of bytes kept in a `BlobStore`: `sha256:` and the SHA-256 of the bytes in lowercase hex. The
+ * same bytes always have the same address, so a file stored twice is stored once.
+ */
+export type BlobRef = `sha256:${string}`;
+
 /** What a user message may hold. */
-export type UserContent = TextContent | ImageContent;
+export type UserContent = TextContent | ImageContent | FileContent;
 /** What an assistant message may hold. */
 export type AssistantContent = TextContent | ThinkingContent | ToolCall;
 /** What a tool result may hold. */
-export type ToolResultContent = TextContent | ImageContent;
+export type ToolResultContent = TextContent | ImageContent | FileContent;

@@ -5,7 +5,9 @@
  * errors: these are for configuration mistakes, misuse of the API, bugs in hooks, and cancellation.
  * @module
  */
-import type { ProviderErrorKind } from './messages.js';
+import type { RunOutcome } from './agent-events.js';
+import type { Message, ProviderErrorKind } from './messages.js';
+import type { OutputIssue } from './output.js';
 
 /** The base of every error cubepi throws. */
 export abstract class CubepiError extends Error {
@@ -344,5 +346,24 @@ export class StaleApprovalError extends CubepiError {
         : `Approval request "${requestId}" was already answered`,
     );
     this.requestId = requestId;
+  }
+}
+
+/**
+ * A run with `output` ended without a valid answer (`agent.prompt(…, { output })` rejects with it): `reason`
+ * `invalid` (the answers were not values of the schema and `outputRetries` were spent; `issues` are the last one's) or
+ * `missing` (the run ended `outcome` before the model answered). `messages` are what the run added.
+ */
+export class OutputError extends CubepiError {
+  readonly code = 'output_error';
+  constructor(
+    message: string,
+    readonly reason: 'invalid' | 'missing',
+    readonly outcome: RunOutcome,
+    readonly issues: readonly OutputIssue[],
+    readonly attempts: number,
+    readonly messages: readonly Message[],
+  ) {
+    super(message);
   }
 }

@@ -30,6 +30,31 @@ export type ModelInputKind = 'text' | 'image' | 'pdf' | 'audio' | 'video' | 'fil
 export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
 
 /**
+ * How hard a run asks a model to think, the same on every model: `off`, or a level from `minimal` to `max`. Mapped and
+ * clamped per model from the model table (its effort levels, budget range, and whether it can stop thinking), so the
+ * same setting survives a fallback to another vendor. See `docs/providers.md`, "Reasoning".
+ */
+export type ReasoningLevel = 'off' | 'minimal' | 'low' | 'medium' | 'high' | 'max';
+
+/** A run's reasoning setting: a {@link ReasoningLevel}, or a thinking-token budget (clamped to the model's range). */
+export type ReasoningSetting = ReasoningLevel | { readonly budgetTokens: number };
+
+/**
+ * A reasoning setting resolved for one model (`StreamRequest.reasoning`, and on `model_attempt`): what is sent.
+ * `off: true` turns thinking off; otherwise `effort` (for a model that takes levels) and/or `budgetTokens` (for one
+ * that takes a budget) say how hard it thinks. `requested` is the run's setting it came from; `clamped` is true when
+ * the model could not take it as asked (a level it lacks, a budget out of its range, `off` on a model that always
+ * thinks).
+ */
+export interface ResolvedReasoning {
+  readonly requested: ReasoningSetting;
+  readonly off?: true | undefined;
+  readonly effort?: ReasoningEffort | undefined;
+  readonly budgetTokens?: number | undefined;
+  readonly clamped?: true | undefined;
+}
+
+/**
  * How a reasoning model's thinking is controlled: by effort levels, by a token budget, or both; and whether it can be
  * turned off. A run's reasoning setting is mapped and clamped onto these.
  */
@@ -102,4 +127,5 @@ export type ModelIncapability =
     }
   | { readonly reason: 'input'; readonly kind: ModelInputKind; readonly message: string }
   | { readonly reason: 'tools'; readonly message: string }
-  | { readonly reason: 'reasoning'; readonly message: string };
+  | { readonly reason: 'reasoning'; readonly message: string }
+  | { readonly reason: 'output'; readonly message: string };

@@ -4,7 +4,8 @@
  */
 import type { Observable } from 'rxjs';
 import type { Message } from './messages.js';
-import type { Model } from './model.js';
+import type { Model, ResolvedReasoning } from './model.js';
+import type { NativeOutputRequest } from './output.js';
 import type { StreamEvent } from './stream-events.js';
 
 /** A JSON Schema object (the shape the model is told to fill in). */
@@ -55,6 +56,17 @@ export interface StreamRequest {
   readonly tools?: readonly ToolDefinition[] | undefined;
   readonly toolChoice?: ToolChoice | undefined;
   readonly options?: StreamOptions | undefined;
+  /**
+   * How hard the model thinks, resolved for this model from the run's `reasoning` (see {@link ResolvedReasoning}).
+   * Each provider maps it onto its own fields; a provider-specific option in `options` (`thinkingBudget`,
+   * `reasoningEffort`, `thinkingLevel`) wins over it when both are given.
+   */
+  readonly reasoning?: ResolvedReasoning | undefined;
+  /**
+   * Native structured output: the final answer's text must be JSON matching `output.schema`. Sent only to a model whose
+   * `structuredOutput` is `json_schema`; a provider serving such a model maps it onto the vendor's field.
+   */
+  readonly output?: NativeOutputRequest | undefined;
 }
 
 /**
