@@ -135,6 +135,7 @@ export type {
 } from './types/model.js';
 export type * from './types/output.js';
 export type { BlobStore } from './types/blob.js';
+export { fileKind } from './types/file-kind.js';
 export type {
   JsonSchema,
   Provider,
