@@ -2,19 +2,16 @@
  * cubepi messages → a Gemini `generateContent` request (Gemini API and Vertex AI alike).
  * @module
  */
-import type {
-  Content,
-  FunctionCallingConfigMode,
-  GenerateContentParameters,
-  Part,
-  ThinkingConfig,
-} from '@google/genai';
-import type { ImageContent, TextContent } from '../types/content.js';
+import type { Content, FunctionCallingConfigMode, GenerateContentParameters, Part } from '@google/genai';
+import type { FileContent, ImageContent, TextContent } from '../types/content.js';
 import { canonicalJson, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
-import { findModel, sameModel } from './model-table.js';
-import { noFile, transformMessages } from './transform-messages.js';
+import { geminiFilePart, geminiFunctionResponsePart } from './google-files.js';
+import { geminiOutputConfig } from './google-output.js';
+import { geminiThinkingConfig } from './google-thinking.js';
+import { sameModel } from './model-table.js';
+import { transformMessages } from './transform-messages.js';
 
 /**
  * The prefix of the tool-call ids cubepi makes when Gemini sends a `functionCall` without an `id` (the Gemini API
@@ -36,10 +33,9 @@ export interface GoogleRequestSettings {
   readonly provider: string;
   /** Vertex AI only: ask Gemini to stream function-call arguments (`partialArgs`). */
   readonly streamFunctionCallArguments?: boolean | undefined;
+  /** The request goes to Vertex AI (which has no Files API: a `fileId` is refused there). */
+  readonly vertex?: boolean | undefined;
 }
-
-/** Gemini's thinking levels (Gemini 3), as `options.thinkingLevel` takes them. */
-export type GeminiThinkingLevel = 'minimal' | 'low' | 'medium' | 'high';
 
 /**
  * Builds the streaming request (without the abort signal, which the provider adds).
@@ -52,11 +48,19 @@ export type GeminiThinkingLevel = 'minimal' | 'low' | 'medium' | 'high';
  *   first call.
  * - The results of one step's calls go in one `user` content, one `functionResponse` each (`{ output }`, or
  *   `{ error }` for an error result), in the calls' order; images in a result go inside the `functionResponse` on
- *   Gemini 3 (multimodal function responses), as `inlineData` parts after it on older models.
- * - Options: `maxTokens` → `maxOutputTokens`, `temperature`, `thinkingBudget` (tokens; `0` turns thinking off where the model allows it, `-1` lets the model decide),
- *   `thinkingLevel` (`'minimal' | 'low' | 'medium' | 'high'`, Gemini 3), `includeThoughts` (thought summaries; on by
- *   default for a model known to reason or when a budget or level is set).
+ *   Gemini 3 (multimodal function responses), as `inlineData` parts after it on older models. Files in a result: on
+ *   Gemini 3 inline PNG/JPEG/WebP images, PDFs and plain text go inside the `functionResponse`; every other file
+ *   (audio, video, other documents, URLs and Files API files), and every file on older models, goes as a part right
+ *   after it in the same user turn, as Gemini documents for media a function response cannot hold.
+ * - Files in user messages: see {@link geminiFilePart} (`inlineData`, `fileData` for URLs and Files API files).
+ * - `request.output` (native structured output): `responseMimeType: 'application/json'` and `responseJsonSchema`
+ *   (see {@link geminiOutputConfig}); the answer's text is the JSON.
+ * - Options: `maxTokens` → `maxOutputTokens`, `temperature`, and the thinking options, which win over
+ *   `request.reasoning` (see {@link geminiThinkingConfig}).
  * - Gemini's own retries and automatic continuation are off: a failure reaches the run at once, classified.
+ *
+ * Throws `GoogleRequestRefusal` for a request refused before it is sent (a file Gemini cannot take, a schema it
+ * cannot express, native output with tools before Gemini 3): the provider makes it the terminal error event.
  */
 export function buildGoogleRequest(
   model: Model,
@@ -72,8 +76,9 @@ export function buildGoogleRequest(
   if (request.systemPrompt) config.systemInstruction = request.systemPrompt;
   if (typeof options.maxTokens === 'number') config.maxOutputTokens = options.maxTokens;
   if (typeof options.temperature === 'number') config.temperature = options.temperature;
-  const thinking = thinkingConfig(model, options);
+  const thinking = geminiThinkingConfig(model, options, request.reasoning);
   if (thinking !== undefined) config.thinkingConfig = thinking;
+  if (request.output !== undefined) Object.assign(config, geminiOutputConfig(model, request.output, request));
   const tools = request.tools ?? [];
   if (tools.length > 0) {
     config.tools = [
@@ -91,10 +96,12 @@ export function buildGoogleRequest(
     };
     if (Object.keys(functionCallingConfig).length > 0) config.toolConfig = { functionCallingConfig };
   }
-  return { model: model.id, contents: convertMessages(messages, model, settings.provider), config };
+  return { model: model.id, contents: convertMessages(messages, model, settings), config };
 }
 
-function convertMessages(messages: readonly Message[], model: Model, provider: string): Content[] {
+function convertMessages(messages: readonly Message[], model: Model, settings: GoogleRequestSettings): Content[] {
+  const { provider } = settings;
+  const vertex = settings.vertex === true;
   const transcript = transformMessages(messages, { provider, model: model.id, normalizeToolCallId: (id) => id });
   const needsSignature = /^gemini-3/.test(model.id);
   const contents: Content[] = [];
@@ -114,7 +121,9 @@ function convertMessages(messages: readonly Message[], model: Model, provider: s
           ? message.content === ''
             ? []
             : [{ text: message.content }]
-          : message.content.flatMap((block) => userPart(noFile(block)));
+          : message.content.flatMap((block) =>
+              block.type === 'file' ? [geminiFilePart(block, 'a user message', vertex)] : userPart(block),
+            );
       if (parts.length > 0) push({ role: 'user', parts });
     } else if (message.role === 'assistant') {
       const own = message.provider === provider && sameModel(message.model, model.id);
@@ -122,7 +131,8 @@ function convertMessages(messages: readonly Message[], model: Model, provider: s
       if (needsSignature) addDummySignature(parts);
       if (parts.length > 0) contents.push({ role: 'model', parts });
     } else {
-      push({ role: 'user', parts: functionResponseParts(message, geminiIds.has(message.toolCallId), needsSignature) });
+      const sendId = geminiIds.has(message.toolCallId);
+      push({ role: 'user', parts: functionResponseParts(message, sendId, needsSignature, vertex) });
     }
   }
   return contents;
@@ -163,7 +173,12 @@ function userPart(block: TextContent | ImageContent): Part[] {
   return [{ inlineData: { mimeType: block.mimeType, data: block.data } }];
 }
 
-function functionResponseParts(message: ToolResultMessage, sendId: boolean, multimodal: boolean): Part[] {
+function functionResponseParts(
+  message: ToolResultMessage,
+  sendId: boolean,
+  multimodal: boolean,
+  vertex: boolean,
+): Part[] {
   const text = message.content
     .filter((block): block is TextContent => block.type === 'text')
     .map((block) => block.text)
@@ -171,14 +186,21 @@ function functionResponseParts(message: ToolResultMessage, sendId: boolean, mult
   const images = message.content
     .filter((block): block is ImageContent => block.type === 'image')
     .map((block) => ({ inlineData: { mimeType: block.mimeType, data: block.data } }));
+  const place = `the result of ${message.toolName} (${message.toolCallId})`;
+  const files = message.content
+    .filter((block): block is FileContent => block.type === 'file')
+    .map((block) => geminiFilePart(block, place, vertex));
+  const inside = multimodal ? files.map(geminiFunctionResponsePart) : [];
+  const after = files.filter((_, index) => inside[index] === undefined);
   const response = message.isError ? { error: text } : { output: text };
+  const parts = [...(multimodal ? images : []), ...inside.filter((part) => part !== undefined)];
   const functionResponse = {
     ...(sendId ? { id: message.toolCallId } : {}),
     name: message.toolName,
     response,
-    ...(multimodal && images.length > 0 ? { parts: images } : {}),
+    ...(parts.length > 0 ? { parts } : {}),
   };
-  return [{ functionResponse }, ...(multimodal ? [] : images)];
+  return [{ functionResponse }, ...(multimodal ? [] : images), ...after];
 }
 
 function toolChoice(choice: ToolChoice): { mode: FunctionCallingConfigMode; allowedFunctionNames?: string[] } {
@@ -187,32 +209,6 @@ function toolChoice(choice: ToolChoice): { mode: FunctionCallingConfigMode; allo
   if (choice === 'none') return { mode: 'NONE' as FunctionCallingConfigMode };
   if (choice === 'required') return { mode: 'ANY' as FunctionCallingConfigMode };
   return { mode: 'ANY' as FunctionCallingConfigMode, allowedFunctionNames: [choice.name] };
-}
-
-const THINKING_LEVELS: readonly string[] = ['minimal', 'low', 'medium', 'high'];
-
-function thinkingConfig(model: Model, options: NonNullable<StreamRequest['options']>): ThinkingConfig | undefined {
-  const config: {
-    thinkingBudget?: number;
-    thinkingLevel?: NonNullable<ThinkingConfig['thinkingLevel']>;
-    includeThoughts?: boolean;
-  } = {};
-  const budget = options.thinkingBudget;
-  // 0 turns thinking off where the model allows it (Gemini 2.5 Flash), -1 lets the model decide.
-  if (typeof budget === 'number' && (budget >= 0 || budget === -1)) config.thinkingBudget = budget;
-  const level = options.thinkingLevel;
-  if (typeof level === 'string' && THINKING_LEVELS.includes(level)) {
-    config.thinkingLevel = level.toUpperCase() as NonNullable<ThinkingConfig['thinkingLevel']>;
-  }
-  const reasons = model.reasoning ?? findModel(model.id)?.reasoning;
-  const include =
-    typeof options.includeThoughts === 'boolean'
-      ? options.includeThoughts
-      : (reasons === true && config.thinkingBudget !== 0) ||
-        (config.thinkingBudget !== undefined && config.thinkingBudget !== 0) ||
-        config.thinkingLevel !== undefined;
-  if (include) config.includeThoughts = true;
-  return Object.keys(config).length > 0 ? config : undefined;
 }
 
 /** Gemini's JSON Schema support does not take the `$schema` keyword zod adds. */

@@ -3,7 +3,7 @@
  * @module
  */
 import { ApiError, GoogleGenAI, type GenerateContentResponse, type GoogleGenAIOptions } from '@google/genai';
-import type { Observable } from 'rxjs';
+import { defer, of, type Observable } from 'rxjs';
 import { ConfigurationError, errorMessageOf } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
@@ -11,12 +11,16 @@ import type { Provider, StreamRequest } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
 import { GoogleApiError, toGoogleApiError } from './google-error.js';
+import { GoogleRequestRefusal } from './google-refusal.js';
 import { buildGoogleRequest } from './google-request.js';
 import { googleWireMapper } from './google-wire-mapper.js';
+import { MessageAssembler } from './message-assembler.js';
 import { findModel } from './model-table.js';
 
 export { GoogleApiError } from './google-error.js';
-export { GEMINI_DUMMY_SIGNATURE, GEMINI_MADE_ID_PREFIX, type GeminiThinkingLevel } from './google-request.js';
+export { GEMINI_FILES_URI } from './google-files.js';
+export { GEMINI_DUMMY_SIGNATURE, GEMINI_MADE_ID_PREFIX } from './google-request.js';
+export type { GeminiThinkingLevel } from './google-thinking.js';
 
 /** Options of {@link GoogleProvider}. */
 export interface GoogleProviderOptions {
@@ -78,6 +82,7 @@ export interface GoogleProviderOptions {
 export class GoogleProvider implements Provider {
   readonly id: string;
   private client: GoogleGenAI | undefined;
+  private readonly vertex: boolean;
 
   /** Throws {@link ConfigurationError} for invalid options (a project or location without `vertexai`). */
   constructor(private readonly options: GoogleProviderOptions = {}) {
@@ -86,6 +91,7 @@ export class GoogleProvider implements Provider {
     const envVertex = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env
       ?.GOOGLE_GENAI_USE_VERTEXAI;
     const vertex = options.vertexai ?? /^(1|true)$/i.test(envVertex ?? '');
+    this.vertex = vertex;
     if (!vertex && (options.project !== undefined || options.location !== undefined)) {
       throw new ConfigurationError('GoogleProvider: project and location are Vertex AI options: pass vertexai: true');
     }
@@ -93,18 +99,36 @@ export class GoogleProvider implements Provider {
 
   /** Streams the model's answer to `messages` (see the class comment for the contract). */
   stream(model: Model, messages: readonly Message[], request: StreamRequest = {}): Observable<StreamEvent> {
+    return defer(() => {
+      // Built at subscription, before anything is sent: a request Gemini would refuse ends as a typed error event.
+      let params: ReturnType<typeof buildGoogleRequest>;
+      try {
+        params = buildGoogleRequest(model, messages, request, {
+          provider: this.id,
+          streamFunctionCallArguments: this.options.streamFunctionCallArguments,
+          vertex: this.vertex,
+        });
+      } catch (error) {
+        if (!(error instanceof GoogleRequestRefusal)) throw error;
+        return of(new MessageAssembler({ provider: this.id, model: model.id }).error(error.kind, error.message));
+      }
+      return this.send(model, params, request);
+    });
+  }
+
+  private send(
+    model: Model,
+    built: ReturnType<typeof buildGoogleRequest>,
+    request: StreamRequest,
+  ): Observable<StreamEvent> {
     return fromSdkStream<GenerateContentResponse>({
       provider: this.id,
       model: model.id,
-      api: this.options.vertexai ? 'Vertex AI Gemini' : 'Gemini',
+      api: this.vertex ? 'Vertex AI Gemini' : 'Gemini',
       timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
       ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
       open: async (signal) => {
-        const params = buildGoogleRequest(model, messages, request, {
-          provider: this.id,
-          streamFunctionCallArguments: this.options.streamFunctionCallArguments,
-        });
-        params.config = { ...params.config, abortSignal: signal };
+        const params = { ...built, config: { ...built.config, abortSignal: signal } };
         // The SDK's error keeps the body but not the headers: a fetch of our own sees them (`retry-after`).
         const seen: { headers?: Headers } = {};
         if (this.options.client === undefined) params.config.httpOptions = { fetch: headerSeeingFetch(seen) };
