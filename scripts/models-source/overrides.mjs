@@ -56,6 +56,9 @@ export const RULES = [
   // Gemini: images, PDFs, audio, video and text files inline on every Gemini ≥ 2.0; parallel function calls;
   // `responseJsonSchema`; implicit caching. Thinking budgets: 2.5 Pro 128–32,768 (cannot be off), 2.5 Flash
   // 0–24,576, 2.5 Flash-Lite 512–24,576 (both can be off).
+  // Gemini 1.5 was retired (September 2025) before `responseJsonSchema` reached "all actively supported models"
+  // (November 2025): it took only JSON mode and the OpenAPI `responseSchema`, which the provider does not send.
+  { match: (p, id) => p === 'google' && /gemini-1\.5/.test(id), structuredOutput: 'json_mode' },
   {
     match: (p, id) => p === 'google' && /2\.5-pro/.test(id),
     budget: () => ({ min: 128, max: 32_768 }),

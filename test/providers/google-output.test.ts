@@ -4,7 +4,7 @@
 // answer is ordinary text parts), and what is asserted is the request body the SDK sent.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { userMessage, type Model, type NativeOutputRequest, type ToolDefinition } from 'cubepi';
+import { MODELS, userMessage, type Model, type NativeOutputRequest, type ToolDefinition } from 'cubepi';
 import { GoogleProvider } from 'cubepi/providers/google';
 import { fakeVertexAuth } from './google-recordings.js';
 import { geminiText } from './google-wire.js';
@@ -206,5 +206,17 @@ describe("GoogleProvider: the schema made into Gemini's subset", () => {
     const copy = structuredClone(schema);
     await sentSchema(schema);
     expect(schema).toEqual(copy);
+  });
+});
+
+describe('the model table: which Gemini rows say json_schema', () => {
+  it('every Gemini from 2.0 on says json_schema (responseJsonSchema); the retired 1.5 rows say json_mode', () => {
+    const rows = MODELS.filter((m) => m.provider === 'google');
+    const old = rows.filter((m) => /^gemini-1\.5/.test(m.id));
+    expect(old.map((m) => m.id).sort()).toEqual(['gemini-1.5-flash', 'gemini-1.5-flash-8b', 'gemini-1.5-pro']);
+    for (const m of old) expect([m.id, m.structuredOutput]).toEqual([m.id, 'json_mode']);
+    const rest = rows.filter((m) => !old.includes(m));
+    expect(rest.length).toBeGreaterThan(20);
+    for (const m of rest) expect([m.id, m.structuredOutput]).toEqual([m.id, 'json_schema']);
   });
 });
