@@ -65,14 +65,30 @@ export interface GoogleProviderOptions {
  * assembled; ids made when Gemini sends none), images in user messages and tool results, usage with cached, thinking
  * and tool-use-prompt tokens, safety and prompt blocks as `stopReason: 'blocked'` with the block reason.
  *
+ * - **Files**: `data` → `inlineData` (PDF, image, audio, video, text documents), `url` → `fileData` (`gs://`,
+ *   `http(s)://`; a base64 `data:` URL inline), `fileId` → `fileData` with the Files API URI (Gemini API only). In
+ *   tool results, Gemini 3 takes inline images, PDFs and plain text inside the `functionResponse`; other files, and
+ *   all files before Gemini 3, go as parts right after it in the same user turn (as Gemini documents for media a
+ *   function response cannot hold).
+ * - **Native structured output** (`request.output`): `responseMimeType: 'application/json'` and `responseJsonSchema`,
+ *   the schema made into Gemini's subset (unsupported value constraints dropped, `const`/`definitions`/tuple `items`
+ *   rewritten); with function declarations only on Gemini 3 and later.
+ * - **Reasoning** (`request.reasoning`): `thinkingLevel` on Gemini 3, `thinkingBudget` on Gemini 2.5; the options
+ *   `thinkingBudget` / `thinkingLevel` win when given.
+ * - **Refused before sending**, as the terminal `error` event with nothing sent: a file Gemini cannot take, a URL of
+ *   another scheme, a `fileId` on Vertex AI, an unresolved blob `ref` (`model_incapable`, naming the block); native
+ *   output with tools before Gemini 3 (`model_incapable`); a schema keyword Gemini cannot express (`bad_request`,
+ *   naming its JSON path).
+ *
  * `stream()` is cold: subscribing sends one request, unsubscribing aborts it (the socket closes). Every failure is the
  * terminal `error` event, classified like the other providers (429 `rate_limited` with `retryAfterMs` from
  * `google.rpc.RetryInfo`, 400 `bad_request` or `context_overflow`, 401/403 `auth`, 404 `bad_request`, 5xx and
  * overloaded `unavailable`). The SDK's own retries and automatic continuation are off: retrying is the run's call.
  *
  * Per-request options (`StreamOptions`): `signal`, `maxTokens`, `temperature`, `thinkingBudget` (tokens, `-1`:
- * dynamic), `thinkingLevel` (`'minimal' | 'low' | 'medium' | 'high'`, Gemini 3), `includeThoughts` (thought
- * summaries; on by default for a reasoning model), and the stall limits.
+ * dynamic), `thinkingLevel` (`'minimal' | 'low' | 'medium' | 'high'`, Gemini 3) — either wins over
+ * `request.reasoning` —, `includeThoughts` (thought summaries; on by default for a reasoning model, off when thinking
+ * is off), and the stall limits. See `docs/providers.md`.
  *
  * @example
  * const gemini = new GoogleProvider();                                        // GEMINI_API_KEY
