@@ -62,7 +62,8 @@ const SCHEMA_LISTS = new Set(['anyOf', 'oneOf', 'prefixItems']);
 /**
  * The generation-config fields of native structured output: `responseMimeType: 'application/json'` and
  * `responseJsonSchema` ({@link geminiResponseSchema} of `output.schema`, with `output.description` as the root's
- * `description` when it has none; Gemini takes no schema name).
+ * `description` when it has none; Gemini takes no schema name). Gemini has no strict switch: its decoding always keeps
+ * to the schema it accepted, so `output.strict` changes nothing in the request.
  *
  * Gemini before 3 answers 400 "Function calling with a response mime type: 'application/json' is unsupported" when
  * function declarations are offered in the same request, so a request with tools (and a tool choice other than
