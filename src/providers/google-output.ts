@@ -68,7 +68,10 @@ const SCHEMA_LISTS = new Set(['anyOf', 'oneOf', 'prefixItems']);
  * Gemini before 3 answers 400 "Function calling with a response mime type: 'application/json' is unsupported" when
  * function declarations are offered in the same request, so a request with tools (and a tool choice other than
  * `none`) on a model whose id names no Gemini generation ≥ 3 is refused with `model_incapable` before it is sent: the
- * runner asks such a model for the answer with a final tool or in the prompt instead.
+ * runner asks such a model for the answer with a final tool or in the prompt instead. A forced tool choice
+ * (`required` or a named tool: Gemini's ANY mode) with native output is refused the same way on every model: Gemini
+ * answers 400 "Forced function calling (ANY mode) with a response mime type: 'application/json' is unsupported", and
+ * a model forced to call a tool could never give the typed answer anyway.
  */
 export function geminiOutputConfig(
   model: Model,
@@ -76,6 +79,14 @@ export function geminiOutputConfig(
   request: Pick<StreamRequest, 'tools' | 'toolChoice'>,
 ): { responseMimeType: 'application/json'; responseJsonSchema: JsonSchema } {
   const withTools = (request.tools?.length ?? 0) > 0 && request.toolChoice !== 'none';
+  const forced = request.toolChoice === 'required' || typeof request.toolChoice === 'object';
+  if (withTools && forced) {
+    throw new GoogleRequestRefusal(
+      'model_incapable',
+      `${model.id}: Gemini refuses forced function calling (ANY mode) with a JSON response ("Forced function calling ` +
+        `(ANY mode) with a response mime type: 'application/json' is unsupported"): leave the tool choice on auto`,
+    );
+  }
   const generation = geminiGeneration(model.id);
   if (withTools && (generation === undefined || generation < 3)) {
     throw new GoogleRequestRefusal(

@@ -96,6 +96,18 @@ describe('GoogleProvider: native structured output', () => {
     expect(server.requests).toHaveLength(0);
   });
 
+  it.each([['required'], [{ type: 'tool', name: 'weather' }]] as const)(
+    'a forced tool choice (%j, ANY mode) with native output is refused even on Gemini 3, nothing sent',
+    async (toolChoice) => {
+      const stream = await collectStream(
+        gemini().stream(FLASH3, [userMessage('Hi')], { tools: [weatherTool], toolChoice, output: output({}) }),
+      );
+      expect(stream.message.errorKind).toBe('model_incapable');
+      expect(stream.message.errorMessage).toContain('Forced function calling (ANY mode)');
+      expect(server.requests).toHaveLength(0);
+    },
+  );
+
   it('Gemini 2.5 without tools, or with tool choice none, is sent with the schema', async () => {
     server.reply(geminiText(['{"a":1}']), geminiText(['{"a":2}']));
     const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] };
