@@ -7,7 +7,10 @@ import type { FileContent } from '../types/content.js';
 import { fileKind } from '../types/file-kind.js';
 import { GoogleRequestRefusal } from './google-refusal.js';
 
-/** The Gemini API's Files API: the URI of a file named `files/<id>`, as the API reports it in `File.uri`. */
+/**
+ * The prefix of a Gemini API Files API file's URI: the file named `files/<id>` is at `${GEMINI_FILES_URI}files/<id>`,
+ * as the API reports it in `File.uri`.
+ */
 export const GEMINI_FILES_URI = 'https://generativelanguage.googleapis.com/v1beta/';
 
 /**

@@ -7,6 +7,7 @@ import type { Model } from '../types/model.js';
 import type { NativeOutputRequest } from '../types/output.js';
 import type { JsonSchema, StreamRequest } from '../types/provider.js';
 import { geminiGeneration, GoogleRequestRefusal } from './google-refusal.js';
+import { findModel } from './model-table.js';
 
 /**
  * The keywords `responseJsonSchema` takes (the `@google/genai` 2.32 reference of `GenerationConfig.responseJsonSchema`;
@@ -62,7 +63,8 @@ const SCHEMA_LISTS = new Set(['anyOf', 'oneOf', 'prefixItems']);
 /**
  * The generation-config fields of native structured output: `responseMimeType: 'application/json'` and
  * `responseJsonSchema` ({@link geminiResponseSchema} of `output.schema`, with `output.description` as the root's
- * `description` when it has none; Gemini takes no schema name). Gemini has no strict switch: its decoding always keeps
+ * `description` when it has none; Gemini takes no schema name). A model whose `structuredOutput` (given, or the
+ * table's) is not `json_schema` (the retired Gemini 1.5) is refused with `model_incapable` before the request. Gemini has no strict switch: its decoding always keeps
  * to the schema it accepted, so `output.strict` changes nothing in the request.
  *
  * Gemini before 3 answers 400 "Function calling with a response mime type: 'application/json' is unsupported" when
@@ -78,6 +80,14 @@ export function geminiOutputConfig(
   output: NativeOutputRequest,
   request: Pick<StreamRequest, 'tools' | 'toolChoice'>,
 ): { responseMimeType: 'application/json'; responseJsonSchema: JsonSchema } {
+  const native = model.structuredOutput ?? findModel(model.id)?.structuredOutput;
+  if (native !== undefined && native !== 'json_schema') {
+    throw new GoogleRequestRefusal(
+      'model_incapable',
+      `${model.id} takes no JSON Schema for its answer (structuredOutput: ${String(native)}): ask it for the answer ` +
+        `with a final tool or in the prompt`,
+    );
+  }
   const withTools = (request.tools?.length ?? 0) > 0 && request.toolChoice !== 'none';
   const forced = request.toolChoice === 'required' || typeof request.toolChoice === 'object';
   if (withTools && forced) {

@@ -119,6 +119,18 @@ describe('GoogleProvider: native structured output', () => {
     expect(server.requests[1]!.body.toolConfig).toEqual({ functionCallingConfig: { mode: 'NONE' } });
   });
 
+  it('a model whose table row says json_mode (Gemini 1.5) is refused before sending; one that says so itself too', async () => {
+    for (const model of [
+      { id: 'gemini-1.5-pro', provider: 'google' },
+      { id: 'gemini-x-tuned', provider: 'google', structuredOutput: false as const },
+    ]) {
+      const stream = await collectStream(gemini().stream(model, [userMessage('Hi')], { output: output({}) }));
+      expect(stream.message.errorKind).toBe('model_incapable');
+      expect(stream.message.errorMessage).toContain(`${model.id} takes no JSON Schema for its answer`);
+    }
+    expect(server.requests).toHaveLength(0);
+  });
+
   it('a request without output asks for no JSON', async () => {
     server.reply(geminiText(['hi']));
     await collectStream(gemini().stream(FLASH3, [userMessage('Hi')]));
