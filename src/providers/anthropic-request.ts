@@ -5,11 +5,11 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { FileContent, ImageContent, TextContent } from '../types/content.js';
 import { canonicalJson, type Message, type ToolResultMessage } from '../types/messages.js';
-import type { Model, ReasoningEffort, ResolvedReasoning } from '../types/model.js';
+import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import { anthropicFileBlock } from './anthropic-files.js';
 import { anthropicOutputSchema } from './anthropic-output.js';
-import { findModel } from './model-table.js';
+import { adaptiveOnly, claudeEffort, claudeThinking } from './anthropic-thinking.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
 import { transformMessages } from './transform-messages.js';
 
@@ -98,11 +98,11 @@ export function buildAnthropicRequest(
     if (request.toolChoice !== undefined) params.tool_choice = toolChoice(request.toolChoice);
   }
   const thinking =
-    reasoning === undefined ? thinkingConfig(model.id, options.thinking, budget) : reasoningThinking(model, reasoning);
+    reasoning === undefined ? thinkingConfig(model.id, options.thinking, budget) : claudeThinking(model, reasoning);
   if (thinking !== undefined) params.thinking = thinking;
   const outputConfig: Anthropic.OutputConfig = {};
   if (reasoning !== undefined && !reasoning.off && reasoning.effort !== undefined) {
-    outputConfig.effort = anthropicEffort(reasoning.effort);
+    outputConfig.effort = claudeEffort(reasoning.effort);
   }
   if (request.output !== undefined) {
     outputConfig.format = {
@@ -232,13 +232,6 @@ function isCacheRetention(value: unknown): value is CacheRetention {
   return value === 'none' || value === 'short' || value === 'long';
 }
 
-// Claude 5 models think adaptively and answer 400 to manual `{ type: 'enabled', budget_tokens }` thinking.
-const ADAPTIVE_ONLY = /^claude-(opus|sonnet|haiku|fable|mythos)-5(\b|-)/;
-
-function adaptiveOnly(modelId: string): boolean {
-  return ADAPTIVE_ONLY.test(modelId);
-}
-
 /**
  * `options.thinking` (`'adaptive'` or `'disabled'`) wins; else a budget enables manual extended thinking, or adaptive
  * thinking on models that only think adaptively; else nothing is sent (the model's default).
@@ -248,25 +241,4 @@ function thinkingConfig(modelId: string, mode: unknown, budget: number): Anthrop
   if (mode === 'disabled') return { type: 'disabled' };
   if (budget <= 0) return undefined;
   return adaptiveOnly(modelId) ? { type: 'adaptive' } : { type: 'enabled', budget_tokens: budget };
-}
-
-/**
- * The thinking config for a run's resolved reasoning: `off` disables thinking (left out for a model known not to
- * reason, which takes no thinking field); a budget enables manual thinking (adaptive on Claude 5, which takes no
- * budget); an effort alone asks for adaptive thinking on a model that takes no budget (Opus 4.6 on), and nothing on
- * one that does (Opus 4.5: the effort applies without thinking).
- */
-function reasoningThinking(model: Model, reasoning: ResolvedReasoning): Anthropic.ThinkingConfigParam | undefined {
-  const known = findModel(model.id);
-  if (reasoning.off) return (model.reasoning ?? known?.reasoning) === false ? undefined : { type: 'disabled' };
-  const budget = reasoning.budgetTokens ?? 0;
-  if (budget > 0) return adaptiveOnly(model.id) ? { type: 'adaptive' } : { type: 'enabled', budget_tokens: budget };
-  if (reasoning.effort === undefined) return undefined;
-  const takesBudget = (model.thinking ?? known?.thinking)?.budget !== undefined;
-  return takesBudget ? undefined : { type: 'adaptive' };
-}
-
-/** A cubepi effort level as `output_config.effort` takes it (`low` … `max`; `minimal` is below the API's lowest). */
-function anthropicEffort(effort: ReasoningEffort): NonNullable<Anthropic.OutputConfig['effort']> {
-  return effort === 'minimal' ? 'low' : effort;
 }
