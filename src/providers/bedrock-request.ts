@@ -30,6 +30,7 @@ import {
 } from './bedrock-files.js';
 import { bedrockReasoning, REASONING_FIELDS } from './bedrock-reasoning.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
+import { RequestRefusal } from './request-refusal.js';
 import { transformMessages } from './transform-messages.js';
 
 /** Provider-level settings the request builder needs. */
@@ -72,7 +73,8 @@ export interface BedrockRequestSettings {
  * - **Files** ({@link bedrockFileBlock}): documents (named after the file, sanitized), images, audio and video, by
  *   bytes or `s3://` location, in user messages and tool results. A tool result takes no audio: an audio file there is
  *   sent right after the `toolResult` block, in the same user turn. What Converse cannot take throws a
- *   `RequestRefusal` (`model_incapable`) naming the block.
+ *   `RequestRefusal` (`model_incapable`) naming the block; a message holding a document but no text (which Converse
+ *   answers with a 400) throws one of kind `bad_request`.
  * - A transcript with tool calls but no `tools` in the request gets a `toolConfig` naming the tools it used, described
  *   as no longer available (Converse refuses tool blocks without one).
  * - Consecutive tool results and a user message after them become one user message (Converse wants roles to
@@ -246,6 +248,18 @@ function convertMessages(
       }
     }
     push('assistant', content);
+  }
+  // Converse: "If you include a ContentBlock with a document field in the array, you must also include a ContentBlock
+  // with a text field": a 400 we can tell before sending.
+  for (const [i, message] of out.entries()) {
+    const blocks = message.content ?? [];
+    const document = blocks.find((block) => block.document !== undefined)?.document;
+    if (document !== undefined && !blocks.some((block) => block.text !== undefined)) {
+      throw new RequestRefusal(
+        'bad_request',
+        `The document "${document.name}" in message ${i + 1} cannot be sent to Bedrock Converse alone: a message with a document needs a text block too`,
+      );
+    }
   }
   const last = out[out.length - 1];
   if (cachePoint && last !== undefined) last.content!.push({ cachePoint });

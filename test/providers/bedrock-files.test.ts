@@ -146,4 +146,18 @@ describe('BedrockProvider: files Converse cannot take', () => {
     expect(message.errorMessage).toContain(words);
     expect(server().requests.length).toBe(before);
   });
+
+  it('a message holding a document and no text: bad_request before sending (Converse wants a text block with it)', async () => {
+    const before = server().requests.length;
+    const { message } = await collectStream(
+      provider().stream(NOVA, [
+        userMessage([{ type: 'file', mimeType: 'application/pdf', data: PDF, name: 'lone.pdf' }]),
+      ]),
+    );
+    expect(message.errorKind).toBe('bad_request');
+    expect(message.errorMessage).toBe(
+      'The document "lone" in message 1 cannot be sent to Bedrock Converse alone: a message with a document needs a text block too',
+    );
+    expect(server().requests.length).toBe(before);
+  });
 });
