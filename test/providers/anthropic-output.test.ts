@@ -3,7 +3,7 @@
 // sending. The fixtures hold no recorded Anthropic structured-output stream: the answer is the documented wire format
 // (`anthropicMessagesWire`, a text block whose text is the JSON), split at awkward places.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { findModel, userMessage, type NativeOutputRequest } from 'cubepi';
+import { findModel, MODELS, userMessage, type NativeOutputRequest } from 'cubepi';
 import { AnthropicProvider } from 'cubepi/providers/anthropic';
 import { anthropicMessagesWire } from 'cubepi/testing';
 import { z } from 'zod';
@@ -138,5 +138,40 @@ describe('AnthropicProvider: native structured output', () => {
     expect(message.errorKind).toBe('bad_request');
     expect(message.errorMessage).toContain('at /$defs/Node/properties/children/items, the schema is recursive');
     expect(server.requests).toHaveLength(0);
+  });
+});
+
+describe('the model table: native structured output on Claude', () => {
+  // Anthropic's structured outputs: Opus 4.1 (in the beta's first list) and every model from the 4.5 generation on;
+  // Bedrock's: Claude Haiku, Sonnet and Opus 4.5, Opus 4.6 and later (not Opus 4.1 or Claude 4).
+  const json = (provider: string) =>
+    MODELS.filter((m) => m.provider === provider && /claude/.test(m.id))
+      .filter((m) => m.structuredOutput === 'json_schema')
+      .map((m) => m.id);
+  const none = (provider: string) =>
+    MODELS.filter((m) => m.provider === provider && /claude/.test(m.id))
+      .filter((m) => m.structuredOutput !== 'json_schema')
+      .map((m) => m.id);
+
+  it('Anthropic: json_schema exactly on Opus 4.1 and 4.5 on', () => {
+    expect(none('anthropic').sort()).toEqual(
+      ['claude-3-5-sonnet-20240620', 'claude-3-haiku-20240307', 'claude-opus-4-0', 'claude-sonnet-4-0'].sort(),
+    );
+    expect(json('anthropic')).toEqual(
+      expect.arrayContaining(['claude-opus-4-1', 'claude-haiku-4-5', 'claude-opus-4-5']),
+    );
+  });
+
+  it('Bedrock: json_schema exactly on Claude 4.5 on', () => {
+    for (const id of none('bedrock')) expect(id).toMatch(/claude-3|claude-(opus|sonnet)-4-(1-)?2025/);
+    for (const id of json('bedrock')) expect(id).toMatch(/claude-(opus|sonnet|haiku|fable|mythos)-(4-[5-9]|5)/);
+    expect(json('bedrock')).toEqual(
+      expect.arrayContaining([
+        'global.anthropic.claude-haiku-4-5-20251001-v1:0',
+        'global.anthropic.claude-sonnet-4-5-20250929-v1:0',
+        'global.anthropic.claude-opus-4-5-20251101-v1:0',
+        'anthropic.claude-opus-4-6-v1',
+      ]),
+    );
   });
 });
