@@ -97,12 +97,12 @@ export function buildAnthropicRequest(
     }));
     if (request.toolChoice !== undefined) params.tool_choice = toolChoice(request.toolChoice);
   }
-  const thinking =
-    reasoning === undefined ? thinkingConfig(model.id, options.thinking, budget) : claudeThinking(model, reasoning);
+  const fromSetting = reasoning === undefined ? undefined : claudeThinking(model, reasoning);
+  const thinking = reasoning === undefined ? thinkingConfig(model.id, options.thinking, budget) : fromSetting;
   if (thinking !== undefined) params.thinking = thinking;
   const outputConfig: Anthropic.OutputConfig = {};
   if (reasoning !== undefined && !reasoning.off && reasoning.effort !== undefined) {
-    outputConfig.effort = claudeEffort(reasoning.effort);
+    outputConfig.effort = claudeEffort(reasoning.effort, fromSetting);
   }
   if (request.output !== undefined) {
     outputConfig.format = {

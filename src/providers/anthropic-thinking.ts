@@ -40,7 +40,13 @@ export function claudeThinking(model: Model, reasoning: ResolvedReasoning): Clau
   return takesBudget ? undefined : { type: 'adaptive' };
 }
 
-/** A cubepi effort level as Claude takes it (`low` … `max`; `minimal`, below the API's lowest, is sent as `low`). */
-export function claudeEffort(effort: ReasoningEffort): ClaudeEffort {
-  return effort === 'minimal' ? 'low' : effort;
+/**
+ * A cubepi effort level as Claude takes it (`low` … `max`; `minimal`, below the API's lowest, is sent as `low`).
+ * Without thinking (`thinking` undefined or disabled) Claude caps effort at `high` and answers 400 to `xhigh` or
+ * `max`: those are sent as `high` then.
+ */
+export function claudeEffort(effort: ReasoningEffort, thinking: ClaudeThinking | undefined): ClaudeEffort {
+  if (effort === 'minimal') return 'low';
+  const thinks = thinking !== undefined && thinking.type !== 'disabled';
+  return !thinks && (effort === 'xhigh' || effort === 'max') ? 'high' : effort;
 }

@@ -40,7 +40,8 @@ export function bedrockReasoning(
 ): BedrockReasoning {
   if (family === 'claude') {
     const thinking = claudeThinking(model, reasoning);
-    const effort = !reasoning.off && reasoning.effort !== undefined ? claudeEffort(reasoning.effort) : undefined;
+    const effort =
+      !reasoning.off && reasoning.effort !== undefined ? claudeEffort(reasoning.effort, thinking) : undefined;
     return {
       ...(thinking !== undefined ? { fields: { thinking } } : {}),
       ...(effort !== undefined ? { effort } : {}),

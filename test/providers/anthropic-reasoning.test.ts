@@ -86,6 +86,14 @@ describe('AnthropicProvider: request.reasoning', () => {
       4_000,
     ],
     [
+      'claude-opus-4-5',
+      'max without thinking is sent as high (Claude caps effort there)',
+      { requested: 'max', effort: 'max' },
+      undefined,
+      { effort: 'high' },
+      4_000,
+    ],
+    [
       'claude-opus-5',
       'xhigh on Claude 5',
       { requested: 'high', effort: 'xhigh' },
