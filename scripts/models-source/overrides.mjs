@@ -24,8 +24,8 @@ export const PROVIDERS = {
  */
 export const RULES = [
   // Anthropic: PDFs and plain-text documents as `document` blocks on every current Claude; parallel tool use;
-  // structured outputs (`output_format` json_schema) from the 4.5 generation on, a forced tool before; explicit
-  // cache breakpoints; `budget_tokens` at least 1,024 and below `max_tokens`.
+  // structured outputs (`output_config.format` json_schema) on Opus 4.1 and from the 4.5 generation on, a forced
+  // tool before; explicit cache breakpoints; `budget_tokens` at least 1,024 and below `max_tokens`.
   {
     match: (p, id) => p === 'anthropic' && /claude-3/.test(id),
     structuredOutput: false,

@@ -3,12 +3,15 @@
  * @module
  */
 import type Anthropic from '@anthropic-ai/sdk';
-import type { ImageContent, TextContent } from '../types/content.js';
+import type { FileContent, ImageContent, TextContent } from '../types/content.js';
 import { canonicalJson, type Message, type ToolResultMessage } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
+import { anthropicFileBlock } from './anthropic-files.js';
+import { anthropicOutputSchema } from './anthropic-output.js';
+import { adaptiveOnly, claudeEffort, claudeThinking } from './anthropic-thinking.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
-import { noFile, transformMessages } from './transform-messages.js';
+import { transformMessages } from './transform-messages.js';
 
 /**
  * How long Anthropic keeps the prompt-cache breakpoints cubepi sets: `none` (no breakpoints), `short` (5 minutes, the
@@ -39,7 +42,17 @@ type Block = Anthropic.ContentBlockParam;
  * - `options.thinkingBudget > 0` enables extended thinking with that budget (`max_tokens` then makes room for it); on
  *   Claude 5 models, which only think adaptively, it enables adaptive thinking. `options.thinking: 'adaptive' |
  *   'disabled'` sets the mode explicitly.
- * - Consecutive tool results become one user message; images go in user messages and in tool results.
+ * - `request.reasoning` (a {@link ResolvedReasoning}), when neither option is given (they win): `off` →
+ *   `thinking: { type: 'disabled' }` (left out for a model known not to reason); a `budgetTokens` →
+ *   `{ type: 'enabled', budget_tokens }` (adaptive on Claude 5); an `effort` → `output_config.effort` (`minimal` is
+ *   sent as `low`, the lowest the API takes), with `thinking: { type: 'adaptive' }` on a model that takes no budget
+ *   (Opus 4.6 on: it thinks adaptively at that effort); Opus 4.5, which takes both, gets the budget and the effort.
+ * - `request.output` (native structured output) → `output_config.format: { type: 'json_schema', schema }`, the schema
+ *   rewritten for Claude by {@link anthropicOutputSchema}; one it cannot express throws a `RequestRefusal` naming the
+ *   path (the provider's `bad_request` error event, before sending). The answer's text is then the JSON.
+ * - Consecutive tool results become one user message; images and files ({@link anthropicFileBlock}: PDFs and text
+ *   as `document` blocks, by data, URL or Files API id) go in user messages and in tool results, whose content takes
+ *   them as they are. A file the API cannot take throws a `RequestRefusal` (`model_incapable`) naming it.
  * - The transcript is first made safe for Anthropic ({@link transformMessages}: foreign thinking as text, ids
  *   normalised, failed turns skipped, missing results synthesised).
  */
@@ -53,7 +66,12 @@ export function buildAnthropicRequest(
   const retention = isCacheRetention(options.cacheRetention) ? options.cacheRetention : settings.cacheRetention;
   const cache: CacheControl | undefined =
     retention === 'none' ? undefined : retention === 'long' ? { type: 'ephemeral', ttl: '1h' } : { type: 'ephemeral' };
-  const budget = typeof options.thinkingBudget === 'number' && options.thinkingBudget > 0 ? options.thinkingBudget : 0;
+  const optionBudget =
+    typeof options.thinkingBudget === 'number' && options.thinkingBudget > 0 ? options.thinkingBudget : 0;
+  // The provider-specific options win over the run's reasoning setting: either one given, the setting is not read.
+  const explicit = optionBudget > 0 || options.thinking === 'adaptive' || options.thinking === 'disabled';
+  const reasoning = explicit ? undefined : request.reasoning;
+  const budget = optionBudget > 0 ? optionBudget : !reasoning?.off ? (reasoning?.budgetTokens ?? 0) : 0;
   let maxTokens = options.maxTokens ?? settings.defaultMaxTokens;
   // Manual thinking counts against max_tokens, which must exceed the budget: add the budget on top of the answer's.
   if (budget > 0 && !adaptiveOnly(model.id)) {
@@ -79,8 +97,20 @@ export function buildAnthropicRequest(
     }));
     if (request.toolChoice !== undefined) params.tool_choice = toolChoice(request.toolChoice);
   }
-  const thinking = thinkingConfig(model.id, options.thinking, budget);
+  const fromSetting = reasoning === undefined ? undefined : claudeThinking(model, reasoning);
+  const thinking = reasoning === undefined ? thinkingConfig(model.id, options.thinking, budget) : fromSetting;
   if (thinking !== undefined) params.thinking = thinking;
+  const outputConfig: Anthropic.OutputConfig = {};
+  if (reasoning !== undefined && !reasoning.off && reasoning.effort !== undefined) {
+    outputConfig.effort = claudeEffort(reasoning.effort, fromSetting);
+  }
+  if (request.output !== undefined) {
+    outputConfig.format = {
+      type: 'json_schema',
+      schema: anthropicOutputSchema(request.output.schema, request.output.description),
+    };
+  }
+  if (Object.keys(outputConfig).length > 0) params.output_config = outputConfig;
   // Newer SDK types dropped `temperature` (Claude 5 models reject sampling parameters); older models still take it.
   if (typeof options.temperature === 'number') Object.assign(params, { temperature: options.temperature });
   return params;
@@ -114,7 +144,7 @@ function convertMessages(
         if (message.content !== '') content.push({ type: 'text', text: message.content });
       } else {
         for (const block of message.content) {
-          const converted = userBlock(noFile(block));
+          const converted = userBlock(block);
           if (converted) content.push(converted);
         }
       }
@@ -139,8 +169,9 @@ function convertMessages(
   return out;
 }
 
-function userBlock(block: TextContent | ImageContent): Block | undefined {
+function userBlock(block: TextContent | ImageContent | FileContent): Block | undefined {
   if (block.type === 'text') return block.text === '' ? undefined : { type: 'text', text: block.text };
+  if (block.type === 'file') return anthropicFileBlock(block, 'in a user message');
   return imageBlock(block);
 }
 
@@ -156,11 +187,12 @@ function imageBlock(block: ImageContent): Anthropic.ImageBlockParam {
 }
 
 function toolResultBlock(message: ToolResultMessage): Anthropic.ToolResultBlockParam {
-  const content: (Anthropic.TextBlockParam | Anthropic.ImageBlockParam)[] = [];
-  for (const original of message.content) {
-    const block = noFile(original);
+  const content: (Anthropic.TextBlockParam | Anthropic.ImageBlockParam | Anthropic.DocumentBlockParam)[] = [];
+  for (const block of message.content) {
     if (block.type === 'image') content.push(imageBlock(block));
-    else if (block.text !== '') content.push({ type: 'text', text: block.text });
+    else if (block.type === 'file') {
+      content.push(anthropicFileBlock(block, `in the result of tool call ${message.toolCallId}`));
+    } else if (block.text !== '') content.push({ type: 'text', text: block.text });
   }
   return {
     type: 'tool_result',
@@ -176,7 +208,13 @@ function markLastBlock(messages: { content: Block[] }[], cache: CacheControl): v
   if (content === undefined) return;
   for (let i = content.length - 1; i >= 0; i--) {
     const block = content[i]!;
-    if (block.type === 'text' || block.type === 'image' || block.type === 'tool_use' || block.type === 'tool_result') {
+    if (
+      block.type === 'text' ||
+      block.type === 'image' ||
+      block.type === 'document' ||
+      block.type === 'tool_use' ||
+      block.type === 'tool_result'
+    ) {
       content[i] = { ...block, cache_control: cache };
       return;
     }
@@ -192,13 +230,6 @@ function toolChoice(choice: ToolChoice): Anthropic.ToolChoice {
 
 function isCacheRetention(value: unknown): value is CacheRetention {
   return value === 'none' || value === 'short' || value === 'long';
-}
-
-// Claude 5 models think adaptively and answer 400 to manual `{ type: 'enabled', budget_tokens }` thinking.
-const ADAPTIVE_ONLY = /^claude-(opus|sonnet|haiku|fable|mythos)-5(\b|-)/;
-
-function adaptiveOnly(modelId: string): boolean {
-  return ADAPTIVE_ONLY.test(modelId);
 }
 
 /**

@@ -3,18 +3,23 @@
  * @module
  */
 import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
-import type { Observable } from 'rxjs';
+import { defer, type Observable } from 'rxjs';
 import { ConfigurationError, errorMessageOf } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { Provider, StreamRequest } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { buildAnthropicRequest, type CacheRetention } from './anthropic-request.js';
+import { FILES_API_BETA, usesFileIds } from './anthropic-files.js';
 import { anthropicWireMapper } from './anthropic-wire-mapper.js';
 import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
+import { classifyError } from './classify-error.js';
 import { findModel } from './model-table.js';
+import { RequestRefusal, refusedStream } from './request-refusal.js';
 
 export type { CacheRetention } from './anthropic-request.js';
+
+const SDK_ERRORS = { APIError, APIConnectionError, APIUserAbortError };
 
 /** Options of {@link AnthropicProvider}. */
 export interface AnthropicProviderOptions {
@@ -42,7 +47,8 @@ export interface AnthropicProviderOptions {
 /**
  * The Anthropic Messages API as a cubepi {@link Provider}: text, tool use (arguments streamed as JSON, several calls
  * per message), extended thinking (signatures kept and replayed; redacted thinking kept opaque and replayed),
- * prompt caching with cache read/write usage, images in user messages and tool results.
+ * prompt caching with cache read/write usage, images and files in user messages and tool results, native structured
+ * output.
  *
  * `stream()` is cold: subscribing sends one request, unsubscribing aborts it (also while waiting for the first byte).
  * Every failure is the terminal `error` event, classified (`rate_limited`, `context_overflow`, `auth`, `unavailable`,
@@ -53,6 +59,19 @@ export interface AnthropicProviderOptions {
  * thinking, `max_tokens` growing by the budget; Claude 5 models only think adaptively, so for them it asks for
  * adaptive thinking), `thinking` (`'adaptive'` or `'disabled'`: sets the thinking mode explicitly, over
  * `thinkingBudget`), `cacheRetention`.
+ *
+ * - **Reasoning** (`request.reasoning`, the run's `reasoning` resolved for the model): `off` → thinking disabled; a
+ *   budget → `thinking: { type: 'enabled', budget_tokens }`; an effort → `output_config.effort`, with adaptive
+ *   thinking on the models that take no budget (Opus 4.6 and later). `thinkingBudget` or `thinking`, when given,
+ *   win: the run's setting is then not read at all.
+ * - **Structured output** (`request.output`) → `output_config.format` (`json_schema`; generally available, no beta
+ *   header): the final text is the JSON. A schema Claude cannot express (an open record, a value of any type, a
+ *   recursive `$ref`) is a `bad_request` error event naming the JSON Pointer path, sent nowhere.
+ * - **Files**: PDFs as `document` blocks by `data` (base64), `url` (Anthropic fetches it) or `fileId` (the Files
+ *   API; the request then carries `anthropic-beta: files-api-2025-04-14`); text files (`text/*`, JSON, XML) as
+ *   plain-text `document` blocks (or by `fileId`); images by data, URL or file id; `name` as the document's title.
+ *   The same in tool results, whose content holds documents as they are. Audio, video, other documents, a text file
+ *   by URL and an unresolved `ref` are a `model_incapable` error event naming the block, before anything is sent.
  *
  * @example
  * const provider = new AnthropicProvider();                      // ANTHROPIC_API_KEY
@@ -91,23 +110,40 @@ export class AnthropicProvider implements Provider {
   /** Streams the model's answer to `messages` (see the class comment for the contract). */
   stream(model: Model, messages: readonly Message[], request: StreamRequest = {}): Observable<StreamEvent> {
     const modelMaxTokens = model.maxTokens ?? findModel(model.id)?.maxTokens;
-    return fromSdkStream({
-      provider: this.id,
-      model: model.id,
-      api: 'Anthropic',
-      timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
-      ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
-      open: (signal) => {
-        const params = buildAnthropicRequest(model, messages, request, {
-          provider: this.id,
-          cacheRetention: this.cacheRetention,
-          defaultMaxTokens: Math.min(modelMaxTokens ?? 8_192, 32_000),
-          ...(modelMaxTokens !== undefined ? { modelMaxTokens } : {}),
-        });
-        return this.client.messages.create(params, { signal });
-      },
-      mapper: (asm) => anthropicWireMapper(asm, model),
-      errors: { APIError, APIConnectionError, APIUserAbortError },
+    const timeouts = stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning);
+    const signal = request.options?.signal;
+    return defer(() => {
+      let params: Anthropic.MessageCreateParamsStreaming | undefined;
+      // Built at subscription, before anything is sent: a file or a schema the API cannot take is the terminal
+      // error event (`model_incapable`, `bad_request`) without a request. An aborted signal is left to the skeleton.
+      if (signal?.aborted !== true) {
+        try {
+          params = buildAnthropicRequest(model, messages, request, {
+            provider: this.id,
+            cacheRetention: this.cacheRetention,
+            defaultMaxTokens: Math.min(modelMaxTokens ?? 8_192, 32_000),
+            ...(modelMaxTokens !== undefined ? { modelMaxTokens } : {}),
+          });
+        } catch (error) {
+          if (error instanceof RequestRefusal) return refusedStream(this.id, model.id, error);
+          return refusedStream(this.id, model.id, classifyError(error, SDK_ERRORS));
+        }
+      }
+      const body = params;
+      return fromSdkStream({
+        provider: this.id,
+        model: model.id,
+        api: 'Anthropic',
+        timeouts,
+        ...(signal !== undefined ? { signal } : {}),
+        open: (abort) => {
+          // Files API ids need its beta; everything else this provider sends is generally available.
+          const headers = usesFileIds(body!.messages) ? { 'anthropic-beta': FILES_API_BETA } : undefined;
+          return this.client.messages.create(body!, { signal: abort, ...(headers ? { headers } : {}) });
+        },
+        mapper: (asm) => anthropicWireMapper(asm, model),
+        errors: SDK_ERRORS,
+      });
     });
   }
 }

@@ -6,23 +6,32 @@ import type {
   CachePointBlock,
   ContentBlock,
   ConverseStreamRequest,
-  DocumentFormat,
   GuardrailStreamConfiguration,
-  ImageFormat,
   Message as BedrockMessage,
   SystemContentBlock,
   Tool,
   ToolChoice as BedrockToolChoice,
   ToolResultContentBlock,
 } from '@aws-sdk/client-bedrock-runtime';
-import type { ImageContent, TextContent } from '../types/content.js';
+import type { FileContent, ImageContent, TextContent } from '../types/content.js';
 import { InvalidInputError } from '../types/errors.js';
 import { canonicalJson, type Message, type ToolResultMessage } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import type { CacheRetention } from './anthropic-request.js';
+import { anthropicOutputSchema } from './anthropic-output.js';
+import {
+  bedrockFileBlock,
+  DOCUMENT_FORMATS,
+  documentName,
+  documentNames,
+  IMAGE_FORMATS,
+  type DocumentNames,
+} from './bedrock-files.js';
+import { bedrockReasoning, REASONING_FIELDS } from './bedrock-reasoning.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
-import { noFile, transformMessages } from './transform-messages.js';
+import { RequestRefusal } from './request-refusal.js';
+import { transformMessages } from './transform-messages.js';
 
 /** Provider-level settings the request builder needs. */
 export interface BedrockRequestSettings {
@@ -51,9 +60,21 @@ export interface BedrockRequestSettings {
  *   signature, redacted reasoning as `reasoningContent.redactedContent` with the bytes received; reasoning without a
  *   signature (a stream cut short, a model that signs nothing) is sent as text, as Claude rejects it unsigned.
  *   `options.thinkingBudget > 0` turns on Claude's extended thinking (`additionalModelRequestFields.thinking`).
+ * - **The run's reasoning** (`request.reasoning`), unless `options.thinkingBudget` or a reasoning field in
+ *   `additionalModelRequestFields` (`thinking`, `reasoningConfig`, `reasoning_effort`, `output_config`) is given
+ *   (those win): per family by {@link bedrockReasoning} (Claude's `thinking` and `outputConfig.effort`, Nova 2's
+ *   `reasoningConfig`, gpt-oss's `reasoning_effort`).
+ * - **Native structured output** (`request.output`): `outputConfig.textFormat` (`json_schema`, the schema as a JSON
+ *   string with its name and description); for Claude the schema is first rewritten as Anthropic structured outputs
+ *   take it ({@link anthropicOutputSchema}: one it cannot express throws a `RequestRefusal` naming the path).
  * - **Images and documents**: an `image` block whose `mimeType` is an image type becomes an `image` block; a PDF,
  *   CSV, Word, Excel, HTML, Markdown or plain-text `mimeType` becomes a `document` block (named `document-<n>`, as
  *   Converse requires a name). Another `mimeType` throws {@link InvalidInputError} naming it.
+ * - **Files** ({@link bedrockFileBlock}): documents (named after the file, sanitized), images, audio and video, by
+ *   bytes or `s3://` location, in user messages and tool results. A tool result takes no audio: an audio file there is
+ *   sent right after the `toolResult` block, in the same user turn. What Converse cannot take throws a
+ *   `RequestRefusal` (`model_incapable`) naming the block; a message holding a document but no text (which Converse
+ *   answers with a 400) throws one of kind `bad_request`.
  * - A transcript with tool calls but no `tools` in the request gets a `toolConfig` naming the tools it used, described
  *   as no longer available (Converse refuses tool blocks without one).
  * - Consecutive tool results and a user message after them become one user message (Converse wants roles to
@@ -75,7 +96,15 @@ export function buildBedrockRequest(
   const cachePoint: CachePointBlock | undefined =
     retention === 'none' ? undefined : retention === 'long' ? { type: 'default', ttl: '1h' } : { type: 'default' };
 
-  const budget = typeof options.thinkingBudget === 'number' && options.thinkingBudget > 0 ? options.thinkingBudget : 0;
+  const optionBudget =
+    typeof options.thinkingBudget === 'number' && options.thinkingBudget > 0 ? options.thinkingBudget : 0;
+  const extra: Record<string, unknown> = { ...settings.additionalModelRequestFields };
+  if (isRecord(options.additionalModelRequestFields)) Object.assign(extra, options.additionalModelRequestFields);
+  // The provider-specific options win over the run's reasoning setting: either one given, the setting is not read.
+  const explicit = optionBudget > 0 || REASONING_FIELDS.some((field) => extra[field] !== undefined);
+  const reasoning =
+    explicit || request.reasoning === undefined ? {} : bedrockReasoning(model, family, request.reasoning);
+  const budget = optionBudget > 0 ? optionBudget : (reasoning.budget ?? 0);
   const params: ConverseStreamRequest = {
     modelId: model.id,
     messages: convertMessages(messages, settings.provider, model.id, cachePoint),
@@ -120,13 +149,25 @@ export function buildBedrockRequest(
   if (typeof options.temperature === 'number') inference.temperature = options.temperature;
   if (Object.keys(inference).length > 0) params.inferenceConfig = inference;
 
-  const extra: Record<string, unknown> = { ...settings.additionalModelRequestFields };
-  if (isRecord(options.additionalModelRequestFields)) Object.assign(extra, options.additionalModelRequestFields);
   // Claude's extended thinking is a model-specific field on Bedrock, as it is on the Messages API.
-  if (budget > 0 && family === 'claude' && extra.thinking === undefined) {
-    extra.thinking = { type: 'enabled', budget_tokens: budget };
+  if (optionBudget > 0 && family === 'claude' && extra.thinking === undefined) {
+    extra.thinking = { type: 'enabled', budget_tokens: optionBudget };
   }
+  Object.assign(extra, reasoning.fields);
   if (Object.keys(extra).length > 0) params.additionalModelRequestFields = extra as never;
+  const outputConfig: NonNullable<ConverseStreamRequest['outputConfig']> = {};
+  if (reasoning.effort !== undefined) outputConfig.effort = reasoning.effort;
+  if (request.output !== undefined) {
+    const { name, description, schema } = request.output;
+    const sent = family === 'claude' ? anthropicOutputSchema(schema, description) : schema;
+    outputConfig.textFormat = {
+      type: 'json_schema',
+      structure: {
+        jsonSchema: { schema: JSON.stringify(sent), name, ...(description !== undefined ? { description } : {}) },
+      },
+    };
+  }
+  if (Object.keys(outputConfig).length > 0) params.outputConfig = outputConfig;
   if (settings.guardrail) params.guardrailConfig = settings.guardrail;
   return params;
 }
@@ -162,7 +203,7 @@ function convertMessages(
     normalizeToolCallId: (id) => normalizeToolCallId(id.split('|')[0]!, 64),
   });
   const out: BedrockMessage[] = [];
-  const documents = { count: 0 };
+  const documents = documentNames();
   const push = (role: 'user' | 'assistant', content: ContentBlock[]): void => {
     if (content.length === 0) return;
     const last = out[out.length - 1];
@@ -172,7 +213,9 @@ function convertMessages(
   };
   for (const message of transcript) {
     if (message.role === 'toolResult') {
-      push('user', [{ toolResult: toolResultBlock(message, documents) }]);
+      const { result, audio } = toolResultBlock(message, documents);
+      // Converse's tool results take no audio: it follows the result in the same user turn.
+      push('user', [{ toolResult: result }, ...audio]);
       continue;
     }
     const content: ContentBlock[] = [];
@@ -181,7 +224,7 @@ function convertMessages(
         if (message.content !== '') content.push({ text: message.content });
       } else {
         for (const block of message.content) {
-          const converted = userBlock(noFile(block), documents);
+          const converted = userBlock(block, documents);
           if (converted) content.push(converted);
         }
       }
@@ -206,26 +249,42 @@ function convertMessages(
     }
     push('assistant', content);
   }
+  // Converse: "If you include a ContentBlock with a document field in the array, you must also include a ContentBlock
+  // with a text field": a 400 we can tell before sending.
+  for (const [i, message] of out.entries()) {
+    const blocks = message.content ?? [];
+    const document = blocks.find((block) => block.document !== undefined)?.document;
+    if (document !== undefined && !blocks.some((block) => block.text !== undefined)) {
+      throw new RequestRefusal(
+        'bad_request',
+        `The document "${document.name}" in message ${i + 1} cannot be sent to Bedrock Converse alone: a message with a document needs a text block too`,
+      );
+    }
+  }
   const last = out[out.length - 1];
   if (cachePoint && last !== undefined) last.content!.push({ cachePoint });
   return out;
 }
 
-function userBlock(block: TextContent | ImageContent, documents: { count: number }): ContentBlock | undefined {
+function userBlock(
+  block: TextContent | ImageContent | FileContent,
+  documents: DocumentNames,
+): ContentBlock | undefined {
   if (block.type === 'text') return block.text === '' ? undefined : { text: block.text };
+  if (block.type === 'file') return bedrockFileBlock(block, 'in a user message', documents);
   return mediaBlock(block, documents);
 }
 
 function mediaBlock(
   block: ImageContent,
-  documents: { count: number },
+  documents: DocumentNames,
 ): ContentBlock.ImageMember | ContentBlock.DocumentMember {
   const bytes = fromBase64(block.data, `an ${block.mimeType} block`);
   const image = IMAGE_FORMATS[block.mimeType.toLowerCase()];
   if (image !== undefined) return { image: { format: image, source: { bytes } } };
   const document = DOCUMENT_FORMATS[block.mimeType.toLowerCase()];
   if (document !== undefined) {
-    return { document: { format: document, name: `document-${++documents.count}`, source: { bytes } } };
+    return { document: { format: document, name: documentName(undefined, documents), source: { bytes } } };
   }
   throw new InvalidInputError(
     `Bedrock Converse takes images (${Object.keys(IMAGE_FORMATS).join(', ')}) and documents (${Object.keys(DOCUMENT_FORMATS).join(', ')}), not "${block.mimeType}"`,
@@ -234,38 +293,22 @@ function mediaBlock(
 
 function toolResultBlock(
   message: ToolResultMessage,
-  documents: { count: number },
-): NonNullable<ContentBlock.ToolResultMember['toolResult']> {
+  documents: DocumentNames,
+): { result: NonNullable<ContentBlock.ToolResultMember['toolResult']>; audio: ContentBlock.AudioMember[] } {
   const content: ToolResultContentBlock[] = [];
-  for (const original of message.content) {
-    const block = noFile(original);
+  const audio: ContentBlock.AudioMember[] = [];
+  for (const block of message.content) {
     if (block.type === 'image') content.push(mediaBlock(block, documents));
-    else if (block.text !== '') content.push({ text: block.text });
+    else if (block.type === 'file') {
+      const file = bedrockFileBlock(block, `in the result of tool call ${message.toolCallId}`, documents);
+      if ('audio' in file && file.audio !== undefined) audio.push(file);
+      else content.push(file);
+    } else if (block.text !== '') content.push({ text: block.text });
   }
   // Converse requires content; an empty result says so rather than sending nothing.
   if (content.length === 0) content.push({ text: message.isError ? 'Error' : '(no output)' });
-  return { toolUseId: message.toolCallId, content, status: message.isError ? 'error' : 'success' };
+  return { result: { toolUseId: message.toolCallId, content, status: message.isError ? 'error' : 'success' }, audio };
 }
-
-const IMAGE_FORMATS: Readonly<Record<string, ImageFormat>> = {
-  'image/png': 'png',
-  'image/jpeg': 'jpeg',
-  'image/jpg': 'jpeg',
-  'image/gif': 'gif',
-  'image/webp': 'webp',
-};
-
-const DOCUMENT_FORMATS: Readonly<Record<string, DocumentFormat>> = {
-  'application/pdf': 'pdf',
-  'text/csv': 'csv',
-  'application/msword': 'doc',
-  'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
-  'application/vnd.ms-excel': 'xls',
-  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': 'xlsx',
-  'text/html': 'html',
-  'text/markdown': 'md',
-  'text/plain': 'txt',
-};
 
 function toolChoice(choice: ToolChoice): BedrockToolChoice | undefined {
   if (choice === 'auto') return { auto: {} };

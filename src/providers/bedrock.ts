@@ -9,6 +9,7 @@ import {
   ConverseStreamCommand,
   type BedrockRuntimeClientConfig,
   type ConverseStreamOutput,
+  type ConverseStreamRequest,
   type GuardrailStreamConfiguration,
 } from '@aws-sdk/client-bedrock-runtime';
 import { defer, type Observable } from 'rxjs';
@@ -26,7 +27,9 @@ import {
   type BedrockWireEvent,
 } from './bedrock-wire-mapper.js';
 import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
+import { classifyError } from './classify-error.js';
 import { findModel } from './model-table.js';
+import { RequestRefusal, refusedStream } from './request-refusal.js';
 
 export type { CacheRetention } from './anthropic-request.js';
 export type { BedrockMetrics, BedrockWireEvent } from './bedrock-wire-mapper.js';
@@ -96,7 +99,8 @@ export class BedrockError extends Error {
  * Amazon Bedrock's ConverseStream API as a cubepi {@link Provider}: one wire for every Converse model (Claude, Llama,
  * Mistral, Nova, DeepSeek, Kimi, …): text, tool use (`toolConfig`; arguments streamed as JSON, several calls per
  * message), reasoning with its signature (replayed), redacted reasoning (replayed as the bytes received), images and
- * documents in user messages and tool results, prompt-cache points with cache read/write usage, guardrails.
+ * documents in user messages and tool results, prompt-cache points with cache read/write usage, guardrails, native
+ * structured output, files (documents, images, audio, video).
  *
  * `stream()` is cold: subscribing sends one request, unsubscribing aborts it (the SDK's `abortSignal`: the HTTP/2
  * stream is reset). Every failure is the terminal `error` event, classified: HTTP errors before the stream by status
@@ -110,6 +114,20 @@ export class BedrockError extends Error {
  * the table knows it, at most 32 000; else Bedrock's default), `temperature`, `thinkingBudget` (tokens > 0 turn on
  * Claude's extended thinking, `maxTokens` growing by the budget), `cacheRetention`, `additionalModelRequestFields`
  * (merged over the provider's).
+ *
+ * - **Reasoning** (`request.reasoning`, the run's `reasoning` resolved for the model): Claude's `thinking`
+ *   (`disabled`, `enabled` with `budget_tokens`, `adaptive`) in `additionalModelRequestFields` and its effort as
+ *   `outputConfig.effort`; Nova 2's `reasoningConfig` (`maxReasoningEffort` `low`/`medium`/`high`); gpt-oss's
+ *   `reasoning_effort`; nothing for the other families. `thinkingBudget`, or a `thinking`, `reasoningConfig`,
+ *   `reasoning_effort` or `output_config` field in `additionalModelRequestFields`, wins: the setting is then not read.
+ * - **Structured output** (`request.output`) → `outputConfig.textFormat` (`json_schema`): the final text is the JSON.
+ *   For Claude the schema is rewritten as Anthropic structured outputs take it, and one Claude cannot express (an
+ *   open record, a value of any type, a recursive `$ref`) is a `bad_request` error event naming the path, unsent.
+ * - **Files**: PDF, CSV, Word, Excel, HTML, Markdown and text as `document` blocks (named after the file, sanitized
+ *   to Converse's rules and unique), images, audio and video as their blocks; by bytes (`data`) or an `s3://` `url`
+ *   (`s3Location`). In tool results the same, except audio, which Converse's tool results cannot hold: it follows the
+ *   `toolResult` in the same user turn. A `fileId` (Bedrock has no file API), another URL, another MIME type or an
+ *   unresolved `ref` is a `model_incapable` error event naming the block, before anything is sent.
  *
  * @example
  * const provider = new BedrockProvider({ region: 'us-east-1' });      // the SDK's default credential chain
@@ -149,25 +167,38 @@ export class BedrockProvider implements Provider {
   stream(model: Model, messages: readonly Message[], request: StreamRequest = {}): Observable<StreamEvent> {
     const modelMaxTokens = model.maxTokens ?? findModel(model.id)?.maxTokens;
     // Per subscription: the request id `open` reads from the response, for this request's mapper.
+    const timeouts = stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning);
+    const signal = request.options?.signal;
     return defer(() => {
       let requestId: string | undefined;
-      return fromSdkStream<BedrockWireEvent>({
-        provider: this.id,
-        model: model.id,
-        api: 'Bedrock ConverseStream',
-        timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
-        ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
-        open: async (signal) => {
-          const params = buildBedrockRequest(model, messages, request, {
+      let params: ConverseStreamRequest | undefined;
+      // Built at subscription, before anything is sent: a file or a schema Converse cannot take is the terminal error
+      // event (`model_incapable`, `bad_request`) without a request. An aborted signal is left to the skeleton.
+      if (signal?.aborted !== true) {
+        try {
+          params = buildBedrockRequest(model, messages, request, {
             provider: this.id,
             cacheRetention: this.options.cacheRetention,
             guardrail: this.options.guardrail,
             additionalModelRequestFields: this.options.additionalModelRequestFields,
             defaultMaxTokens: modelMaxTokens === undefined ? undefined : Math.min(modelMaxTokens, 32_000),
           });
+        } catch (error) {
+          if (error instanceof RequestRefusal) return refusedStream(this.id, model.id, error);
+          return refusedStream(this.id, model.id, classifyError(error, { APIError: BedrockError }));
+        }
+      }
+      const body = params;
+      return fromSdkStream<BedrockWireEvent>({
+        provider: this.id,
+        model: model.id,
+        api: 'Bedrock ConverseStream',
+        timeouts,
+        ...(signal !== undefined ? { signal } : {}),
+        open: async (abort) => {
           let output;
           try {
-            output = await this.client.send(new ConverseStreamCommand(params), { abortSignal: signal });
+            output = await this.client.send(new ConverseStreamCommand(body!), { abortSignal: abort });
           } catch (error) {
             throw toBedrockError(error);
           }
