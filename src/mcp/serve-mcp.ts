@@ -2,7 +2,7 @@
  * cubepi as an MCP server: an agent as one MCP tool, or cubepi tools as MCP tools.
  * @module
  */
-import { noFile } from '../providers/transform-messages.js';
+import { noFile } from '../types/file-kind.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {

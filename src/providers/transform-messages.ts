@@ -2,7 +2,8 @@
  * Cross-provider handoff: a transcript started on one provider, made safe to send to another.
  * @module
  */
-import type { AssistantContent, FileContent, TextContent } from '../types/content.js';
+import type { AssistantContent } from '../types/content.js';
+export { filePlaceholder, noFile } from '../types/file-kind.js';
 import { isRecordOnly, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
 import { sameModel } from './model-table.js';
 
@@ -116,17 +117,4 @@ function syntheticResult(toolCallId: string, toolName: string, timestamp: number
     isError: true,
     timestamp,
   };
-}
-
-/**
- * A file block as the text a provider sends in its place where it maps no files yet (a placeholder: the providers'
- * file mappings replace it, see `docs/files.md`).
- */
-export function filePlaceholder(block: FileContent): TextContent {
-  return { type: 'text', text: `[file${block.name ? ` ${block.name}` : ''} (${block.mimeType}) not sent]` };
-}
-
-/** `block`, or the text sent in its place when it is a file (see {@link filePlaceholder}). */
-export function noFile<T extends { type: string }>(block: T | FileContent): T | TextContent {
-  return block.type === 'file' ? filePlaceholder(block as FileContent) : (block as T);
 }

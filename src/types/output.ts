@@ -3,7 +3,6 @@
  * answer reports. See `docs/output.md`.
  * @module
  */
-import type { JsonSchema } from './provider.js';
 
 /**
  * A schema a run's answer is validated with: any Standard Schema that can also give its JSON Schema (Standard JSON
@@ -86,6 +85,6 @@ export interface AttemptOutput {
 export interface NativeOutputRequest {
   readonly name: string;
   readonly description?: string | undefined;
-  readonly schema: JsonSchema;
+  readonly schema: Readonly<Record<string, unknown>>;
   readonly strict: boolean;
 }
