@@ -27,6 +27,7 @@ export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcom
 // the assembler stays here too, where providers written before the kit import it from.
 export { MessageAssembler, type MessageAssemblerInit } from './providers/message-assembler.js';
 export { findModel, MODELS, modelPricing, sameModel } from './providers/model-table.js';
+export { REASONING_BUDGETS, resolveReasoning } from './providers/reasoning.js';
 export {
   composeMiddleware,
   EXPLICIT_HOOKS_NAME,
