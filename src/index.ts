@@ -137,6 +137,8 @@ export type {
 export type * from './types/output.js';
 export type { BlobStore } from './types/blob.js';
 export { fileKind } from './types/file-kind.js';
+export { base64ByteLength, DEFAULT_MAX_FILE_BYTES, fileProblem } from './types/check-file.js';
+export { estimateFileTokens, type FileTokenRates } from './middleware/estimate-file-tokens.js';
 export type {
   JsonSchema,
   Provider,
