@@ -27,6 +27,7 @@ export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcom
 // the assembler stays here too, where providers written before the kit import it from.
 export { MessageAssembler, type MessageAssemblerInit } from './providers/message-assembler.js';
 export { findModel, MODELS, modelPricing, sameModel } from './providers/model-table.js';
+export { REASONING_BUDGETS, resolveReasoning } from './providers/reasoning.js';
 export {
   composeMiddleware,
   EXPLICIT_HOOKS_NAME,
@@ -136,6 +137,8 @@ export type {
 export type * from './types/output.js';
 export type { BlobStore } from './types/blob.js';
 export { fileKind } from './types/file-kind.js';
+export { base64ByteLength, DEFAULT_MAX_FILE_BYTES, fileProblem } from './types/check-file.js';
+export { estimateFileTokens, type FileTokenRates } from './middleware/estimate-file-tokens.js';
 export type {
   JsonSchema,
   Provider,

@@ -60,8 +60,8 @@ function tempFile(): string {
 
 describe('a tool result is checked at the boundary', () => {
   const bad: [string, unknown, RegExp][] = [
-    ['a null block', { content: [null] }, /content\[0\] must be a text or image block, got null/],
-    ['a number block', { content: [42] }, /content\[0\] must be a text or image block, got 42/],
+    ['a null block', { content: [null] }, /content\[0\] must be a text, image or file block, got null/],
+    ['a number block', { content: [42] }, /content\[0\] must be a text, image or file block, got 42/],
     ['a text block whose text is a number', { content: [{ type: 'text', text: 5 }] }, /text is 5, not a string/],
     ['an unknown block type', { content: [{ type: 'video', url: 'x' }] }, /has type "video"/],
     ['an image without data', { content: [{ type: 'image', mimeType: 'image/png' }] }, /data is undefined/],
@@ -142,7 +142,7 @@ describe('a tool result is checked at the boundary', () => {
     );
     expect(error).toBeInstanceOf(HookError);
     expect((error as HookError).message).toMatch(/breaker.*afterToolCall/);
-    expect(String((error as HookError).cause)).toMatch(/content\[0\] must be a text or image block, got null/);
+    expect(String((error as HookError).cause)).toMatch(/content\[0\] must be a text, image or file block, got null/);
     const stored = (await checkpointer.load('t'))!.messages;
     expect(stored).toEqual(agent.state.messages);
     expectConsistentTranscript(stored);

@@ -40,6 +40,11 @@ export interface AgentOptions extends AgentHooks, RunSettings {
    * is appended before its `message_end` reaches anyone (see docs/checkpointing.md).
    */
   readonly checkpointer?: Checkpointer | undefined;
+  /**
+   * The largest file block, in bytes, a prompt, a steering or follow-up message or `messages` may hold (default 20 MiB,
+   * `DEFAULT_MAX_FILE_BYTES`): a larger one is an `InvalidInputError` naming the block (docs/files.md, "Limits").
+   */
+  readonly maxFileBytes?: number | undefined;
 }
 
 /** Per-run options of `prompt`, `prompt$`, `resume` and `resume$`. */
@@ -94,6 +99,16 @@ export function validateAgentOptions(options: AgentOptions): void {
     if (value !== undefined && value !== 'one-at-a-time' && value !== 'all')
       fail(`\`${key}\` must be "one-at-a-time" or "all"`);
   }
+  if (
+    options.maxFileBytes !== undefined &&
+    !(
+      typeof options.maxFileBytes === 'number' &&
+      Number.isSafeInteger(options.maxFileBytes) &&
+      options.maxFileBytes > 0
+    )
+  ) {
+    fail('`maxFileBytes` must be a positive integer');
+  }
   if (options.onListenerError !== undefined && typeof options.onListenerError !== 'function') {
     fail('`onListenerError` must be a function');
   }
@@ -118,7 +133,7 @@ export function validateAgentOptions(options: AgentOptions): void {
 export function initialMessages(options: AgentOptions): Message[] {
   return (options.messages ?? []).map((message, index) => {
     try {
-      return checkMessage(message, `AgentOptions.messages[${index}]`);
+      return checkMessage(message, `AgentOptions.messages[${index}]`, { maxFileBytes: options.maxFileBytes });
     } catch (error) {
       throw new ConfigurationError(`Agent: ${(error as Error).message}`);
     }

@@ -29,7 +29,7 @@ import { Approvals } from './approvals.js';
 import { AgentStateStore, type AgentState } from './agent-state.js';
 import { CheckpointSession } from './checkpoint-session.js';
 import { EventHub } from './event-hub.js';
-import { toMessage, toMessages } from './input.js';
+import { toMessage, toMessages, type InputLimits } from './input.js';
 import { MessageQueues } from './message-queues.js';
 import { resolveModel } from './resolve-model.js';
 import { forkThreadId, retryPrompts, type AgentForkOptions, type RetryFromOptions } from './retry-from.js';
@@ -75,12 +75,15 @@ export class Agent {
   private readonly describedMiddleware: MiddlewareDescription;
   private readonly approvals: Approvals;
   private readonly reportListenerError: (error: unknown, event: AgentEvent) => void;
+  /** What a prompt, steering or follow-up message may hold (`maxFileBytes`). */
+  private readonly limits: InputLimits;
   /** What `dispose()` closes, in registration order (closed in reverse). */
   private readonly closers: (() => void | PromiseLike<void>)[] = [];
   private disposing: Promise<void> | undefined;
 
   constructor(options: AgentOptions) {
     validateAgentOptions(options);
+    this.limits = { maxFileBytes: options.maxFileBytes };
     const model = resolveModel(options.model, options.provider);
     this.store = new AgentStateStore({
       systemPrompt: options.systemPrompt ?? '',
@@ -150,7 +153,7 @@ export class Agent {
   prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<Message[]>;
   prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<unknown> {
     return this.runs.toPromise(() => {
-      const prompts = toMessages(input, 'prompt');
+      const prompts = toMessages(input, 'prompt', this.limits);
       return this.runs.start(() => this.runInput(prompts, 'prompt'), options, undefined);
     });
   }
@@ -158,7 +161,7 @@ export class Agent {
   /** The run of {@link prompt} as a cold Observable: subscribing starts it, unsubscribing cancels it. */
   prompt$(input: string | Message | readonly Message[], options?: RunOptions): Observable<AgentEvent> {
     return this.runs.toObservable(() => {
-      const prompts = toMessages(input, 'prompt$');
+      const prompts = toMessages(input, 'prompt$', this.limits);
       return () => this.runInput(prompts, 'prompt$');
     }, options);
   }
@@ -302,7 +305,7 @@ export class Agent {
    * before the first model call of the next run when idle). Returns an id for {@link cancelSteer}.
    */
   steer(message: string | Message): string {
-    return this.queues.steer(toMessage(message, 'steer'));
+    return this.queues.steer(toMessage(message, 'steer', this.limits));
   }
 
   /**
@@ -396,7 +399,7 @@ export class Agent {
 
   /** Queues a message to continue the run when it would otherwise end (after steering is empty). */
   followUp(message: string | Message): void {
-    this.queues.followUp(toMessage(message, 'followUp'));
+    this.queues.followUp(toMessage(message, 'followUp', this.limits));
   }
 
   /** Cancels the active run (no-op when idle). `reason` is added to the closing message's `errorMessage`. */
@@ -462,7 +465,7 @@ export class Agent {
     options: RetryFromOptions | undefined,
   ): { before: () => Promise<void>; input: () => RunInput } {
     const session = this.forkingSession('retryFrom');
-    const edited = input === undefined ? undefined : toMessages(input, 'retryFrom');
+    const edited = input === undefined ? undefined : toMessages(input, 'retryFrom', this.limits);
     const newThreadId = forkThreadId(options?.newThreadId);
     let prompts: Message[] = [];
     return {

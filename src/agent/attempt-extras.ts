@@ -4,6 +4,7 @@
  * resolves both again.
  * @module
  */
+import { resolveReasoning } from '../providers/reasoning.js';
 import type { ResolvedReasoning, Model } from '../types/model.js';
 import type { AttemptOutput, NativeOutputRequest } from '../types/output.js';
 import type { ToolDefinition } from '../types/provider.js';
@@ -31,7 +32,7 @@ export const NO_EXTRAS: AttemptExtras = Object.freeze({});
 /** The extras of an attempt on `model` in `run` (nothing for a run without `reasoning` or `output`). */
 export function attemptExtras(run: RunState, model: Model): AttemptExtras {
   if (run.reasoning === undefined && run.output === undefined) return NO_EXTRAS;
-  // Filled by the reasoning and output work (issue 30): resolveReasoning(model, run.reasoning), outputPlan(…).
-  void model;
-  return NO_EXTRAS;
+  const reasoning = resolveReasoning(model, run.reasoning);
+  // Filled by the output work (issue 30): outputPlan(…).
+  return reasoning === undefined ? NO_EXTRAS : { reasoning };
 }

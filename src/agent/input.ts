@@ -2,34 +2,53 @@
  * Checking what callers hand the agent: prompts, queued messages.
  * @module
  */
+import { DEFAULT_MAX_FILE_BYTES, fileProblem } from '../types/check-file.js';
 import { InvalidInputError } from '../types/errors.js';
 import { userMessage, type Message } from '../types/messages.js';
+
+/** Limits on what a message may hold. */
+export interface InputLimits {
+  /** The largest file block, in bytes (default {@link DEFAULT_MAX_FILE_BYTES}). */
+  readonly maxFileBytes?: number | undefined;
+}
 
 const STOP_REASONS = new Set(['stop', 'length', 'toolUse', 'blocked', 'error', 'aborted']);
 
 /** A prompt as messages: a string becomes a user message; messages are checked. */
-export function toMessages(input: unknown, where: string): Message[] {
+export function toMessages(input: unknown, where: string, limits?: InputLimits): Message[] {
   if (typeof input === 'string') {
     if (input.length === 0) throw new InvalidInputError(`${where}: the message is empty`);
     return [userMessage(input)];
   }
   if (Array.isArray(input)) {
     if (input.length === 0) throw new InvalidInputError(`${where}: expected at least one message`);
-    return input.map((message, index) => checkMessage(message, `${where}[${index}]`));
+    return input.map((message, index) => checkMessage(message, `${where}[${index}]`, limits));
   }
-  return [checkMessage(input, where)];
+  return [checkMessage(input, where, limits)];
 }
 
 /** One message, checked: a string becomes a user message. */
-export function toMessage(input: unknown, where: string): Message {
+export function toMessage(input: unknown, where: string, limits?: InputLimits): Message {
   if (typeof input === 'string') return toMessages(input, where)[0]!;
-  return checkMessage(input, where);
+  return checkMessage(input, where, limits);
 }
 
-/** Throws {@link InvalidInputError} naming the first thing wrong with `value` as a message. */
-export function checkMessage(value: unknown, where: string): Message {
+/**
+ * Throws {@link InvalidInputError} naming the first thing wrong with `value` as a message, and the block it is in
+ * (`prompt[0].content[1]: …`). A file block is checked by `fileProblem` (one source, base64, bytes against the MIME
+ * type, at most `limits.maxFileBytes`).
+ */
+export function checkMessage(value: unknown, where: string, limits?: InputLimits): Message {
   const fail = (what: string): never => {
     throw new InvalidInputError(`${where}: ${what}`);
+  };
+  const maxFileBytes = limits?.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES;
+  const checkBlocks = (blocks: unknown[], allowed: readonly string[]) => {
+    for (let i = 0; i < blocks.length; i++) {
+      checkBlock(blocks[i], allowed, maxFileBytes, (what) => {
+        throw new InvalidInputError(`${where}.content[${i}]: ${what}`);
+      });
+    }
   };
   if (value === null || typeof value !== 'object') return fail('expected a string or a message object');
   const message = value as Record<string, unknown>;
@@ -38,11 +57,11 @@ export function checkMessage(value: unknown, where: string): Message {
     case 'user':
       if (typeof message.content === 'string') break;
       if (!Array.isArray(message.content)) fail('a user message needs `content`: a string or an array of blocks');
-      for (const block of message.content as unknown[]) checkBlock(block, ['text', 'image'], fail);
+      checkBlocks(message.content as unknown[], ['text', 'image', 'file']);
       break;
     case 'assistant':
       if (!Array.isArray(message.content)) fail('an assistant message needs a `content` array');
-      for (const block of message.content as unknown[]) checkBlock(block, ['text', 'thinking', 'toolCall'], fail);
+      checkBlocks(message.content as unknown[], ['text', 'thinking', 'toolCall']);
       if (!STOP_REASONS.has(message.stopReason as string)) fail('an assistant message needs a valid `stopReason`');
       if (typeof message.usage !== 'object' || message.usage === null) fail('an assistant message needs `usage`');
       if (typeof message.provider !== 'string' || typeof message.model !== 'string') {
@@ -54,7 +73,7 @@ export function checkMessage(value: unknown, where: string): Message {
         fail('a tool result needs `toolCallId` and `toolName`');
       }
       if (!Array.isArray(message.content)) fail('a tool result needs a `content` array');
-      for (const block of message.content as unknown[]) checkBlock(block, ['text', 'image'], fail);
+      checkBlocks(message.content as unknown[], ['text', 'image', 'file']);
       if (typeof message.isError !== 'boolean') fail('a tool result needs a boolean `isError`');
       break;
     default:
@@ -63,7 +82,12 @@ export function checkMessage(value: unknown, where: string): Message {
   return value as Message;
 }
 
-function checkBlock(block: unknown, allowed: readonly string[], fail: (what: string) => never): void {
+function checkBlock(
+  block: unknown,
+  allowed: readonly string[],
+  maxFileBytes: number,
+  fail: (what: string) => never,
+): void {
   if (block === null || typeof block !== 'object') fail('a content block must be an object');
   const { type } = block as { type?: unknown };
   if (typeof type !== 'string' || !allowed.includes(type)) {
@@ -78,5 +102,9 @@ function checkBlock(block: unknown, allowed: readonly string[], fail: (what: str
   for (const field of fields[type] ?? []) {
     if (typeof (block as Record<string, unknown>)[field] !== 'string')
       fail(`a ${type} block needs a string \`${field}\``);
+  }
+  if (type === 'file') {
+    const problem = fileProblem(block, maxFileBytes);
+    if (problem !== undefined) fail(problem);
   }
 }

@@ -2,6 +2,7 @@
  * The settings a run shares between the Agent and runAgentLoop, and their validation.
  * @module
  */
+import { reasoningSettingProblem } from '../providers/reasoning.js';
 import { isList } from '../types/is-list.js';
 import type { Message } from '../types/messages.js';
 import type { Model, ReasoningSetting } from '../types/model.js';
@@ -81,6 +82,10 @@ export function validateRunSettings(
     const value = settings.streamOptions?.[key];
     if (value !== undefined && !(typeof value === 'number' && value > 0))
       fail(`\`streamOptions.${key}\` must be a positive number of milliseconds (or Infinity)`);
+  }
+  if (settings.reasoning !== undefined) {
+    const problem = reasoningSettingProblem(settings.reasoning);
+    if (problem !== undefined) fail(`\`reasoning\` ${problem}`);
   }
 }
 

@@ -2,7 +2,8 @@
  * An MCP tool result as a cubepi tool result, bounded.
  * @module
  */
-import type { ToolResultContent } from '../types/content.js';
+import { base64ByteLength, fileProblem } from '../types/check-file.js';
+import type { FileContent, ToolResultContent } from '../types/content.js';
 import type { AgentToolResult } from '../types/tool.js';
 import { nestsDeeperThan } from './nests-deeper-than.js';
 
@@ -18,6 +19,8 @@ export interface ResultLimits {
   readonly maxResultChars: number;
   /** Base64 characters of one image. */
   readonly maxImageChars: number;
+  /** Bytes of one file (audio, a binary resource). */
+  readonly maxFileBytes: number;
 }
 
 /** What an MCP tool result's `details` carries. */
@@ -33,9 +36,11 @@ export interface McpToolDetails {
 }
 
 /**
- * Maps a `tools/call` result: text blocks stay text, images stay images, audio and binary resources become a line
- * saying what was left out, embedded text resources become text headed by their URI, resource links a line with the
- * URI. `isError` carries over. `structuredContent` goes to `details` (and, when the result has no content, to the
+ * Maps a `tools/call` result: text blocks stay text, images stay images, audio and binary resources (`blob`) become
+ * file blocks (`data`, the MIME type, a binary resource's name from the last segment of its URI) — or a line saying
+ * what was left out and why, for one over `maxFileBytes` or whose bytes are not its MIME type (`fileProblem`) —,
+ * embedded text resources become text headed by their URI, resource links a line with the URI. `isError` carries
+ * over. `structuredContent` goes to `details` (and, when the result has no content, to the
  * model as JSON text). Text beyond `maxResultChars` (all blocks together) is cut with a note saying how much; an image
  * larger than `maxImageChars` is replaced by a note. `structuredContent` nested deeper than {@link MAX_STRUCTURED_DEPTH}
  * levels makes the whole result an error result. The result is data: nothing in it is interpreted.
@@ -81,6 +86,17 @@ export function mapCallResult(
     content.push({ type: 'text', text });
     budget -= text.length;
   };
+  /** Adds `file` when it is a valid file within the bounds; else says why not. */
+  const addFile = (file: FileContent): string | undefined => {
+    const bytes = typeof file.data === 'string' ? base64ByteLength(file.data) : undefined;
+    if (bytes !== undefined && bytes > limits.maxFileBytes) {
+      truncated = true;
+      return `${bytes} bytes, over the ${limits.maxFileBytes}-byte limit`;
+    }
+    const problem = fileProblem(file, limits.maxFileBytes);
+    if (problem === undefined) content.push(file);
+    return problem;
+  };
   for (const block of blocks) {
     const item = (typeof block === 'object' && block !== null ? block : {}) as Record<string, unknown>;
     switch (item.type) {
@@ -96,14 +112,22 @@ export function mapCallResult(
         } else content.push({ type: 'image', data, mimeType });
         break;
       }
-      case 'audio':
-        addText(`[audio (${stringOr(item.mimeType, 'unknown type')}) left out: audio is not passed to the model]`);
+      case 'audio': {
+        const mimeType = stringOr(item.mimeType, 'unknown type');
+        const problem = addFile({ type: 'file', mimeType, data: item.data as string });
+        if (problem !== undefined) addText(`[audio (${mimeType}) left out: ${problem}]`);
         break;
+      }
       case 'resource': {
         const resource = (item.resource ?? {}) as Record<string, unknown>;
         const uri = stringOr(resource.uri, '(no uri)');
         if (typeof resource.text === 'string') addText(`Resource ${uri}:\n${resource.text}`);
-        else addText(`[resource ${uri} (${stringOr(resource.mimeType, 'binary')}) left out: binary content]`);
+        else {
+          const mimeType = stringOr(resource.mimeType, 'application/octet-stream');
+          const name = nameOf(uri);
+          const problem = addFile({ type: 'file', mimeType, data: resource.blob as string, ...(name ? { name } : {}) });
+          if (problem !== undefined) addText(`[resource ${uri} (${mimeType}) left out: ${problem}]`);
+        }
         break;
       }
       case 'resource_link':
@@ -132,6 +156,18 @@ export function mapCallResult(
     ...(truncated ? { truncated: true as const } : {}),
   };
   return { content, details, ...(result.isError === true ? { isError: true } : {}) };
+}
+
+/** The last path segment of `uri` (`file:///reports/q3.pdf` → `q3.pdf`), or undefined. */
+function nameOf(uri: string): string | undefined {
+  const path = uri.split(/[?#]/, 1)[0]!;
+  const last = path.slice(path.lastIndexOf('/') + 1);
+  if (last === '') return undefined;
+  try {
+    return decodeURIComponent(last);
+  } catch {
+    return last;
+  }
 }
 
 function stringOr(value: unknown, fallback: string): string {

@@ -6,6 +6,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Observable } from 'rxjs';
 import { z } from 'zod';
+import { DEFAULT_MAX_FILE_BYTES } from '../types/check-file.js';
 import { ConfigurationError, errorMessageOf } from '../types/errors.js';
 import { McpConnection, type McpSource } from './mcp-connection.js';
 import type { AgentTool, AgentToolResult, AnyAgentTool } from '../types/tool.js';
@@ -39,6 +40,11 @@ export interface McpToolsOptions {
   readonly maxResultChars?: number | undefined;
   /** An image larger than this (base64 characters) is replaced by a note (default 5,000,000). */
   readonly maxImageChars?: number | undefined;
+  /**
+   * A file in a result (`audio`, or a `resource` with a `blob`) larger than this, in bytes, is replaced by a note
+   * (default 20 MiB, the Agent's `maxFileBytes` default). Smaller ones become file blocks.
+   */
+  readonly maxFileBytes?: number | undefined;
   /**
    * A stdio server's longest message, in bytes (default 32 MiB): one longer closes the connection (the call gets an
    * error result saying so; the server is restarted on the next call), so a server cannot make us buffer without end.
@@ -79,6 +85,7 @@ const DEFAULTS = {
   maxDescriptionChars: 2_000,
   maxResultChars: 100_000,
   maxImageChars: 5_000_000,
+  maxFileBytes: DEFAULT_MAX_FILE_BYTES,
   maxMessageBytes: 32 * 1024 * 1024,
   maxRestarts: 3,
   restartBackoffMs: 200,
@@ -105,7 +112,8 @@ const ListToolsAnswer = z.looseObject({ tools: z.array(z.unknown()), nextCursor:
  * - **Calls.** Cancelling the run (unsubscribing, `abort()`, a deadline) cancels the request: the server receives
  *   `notifications/cancelled`. Progress notifications become `tool_execution_update`s (`details`: `{ type:
  *   'mcp_progress', progress, total?, message? }`). A call over `timeoutMs` is cancelled the same way and gets an
- *   error result. A result maps to text and image blocks (resources as text with their URI), `isError` carried over,
+ *   error result. A result maps to text, image and file blocks (audio and binary resources as files, text resources
+ *   as text with their URI), `isError` carried over,
  *   `structuredContent` in `details` ({@link McpToolDetails}).
  * - **Untrusted servers.** Descriptions and results are data passed to the model, never read by cubepi. A tool with an
  *   invalid name (after the prefix: 1–64 letters, digits, `_`, `-`), a schema that cannot be checked, or a duplicate
@@ -144,6 +152,7 @@ interface Settings {
   readonly maxDescriptionChars: number;
   readonly maxResultChars: number;
   readonly maxImageChars: number;
+  readonly maxFileBytes: number;
   readonly maxMessageBytes: number;
   readonly maxRestarts: number;
   readonly restartBackoffMs: number;
@@ -164,6 +173,7 @@ function validateOptions(options: McpToolsOptions): Settings {
     'maxDescriptionChars',
     'maxResultChars',
     'maxImageChars',
+    'maxFileBytes',
     'maxMessageBytes',
     'restartBackoffMs',
   ] as const) {
@@ -184,6 +194,7 @@ function validateOptions(options: McpToolsOptions): Settings {
     maxDescriptionChars: options.maxDescriptionChars ?? DEFAULTS.maxDescriptionChars,
     maxResultChars: options.maxResultChars ?? DEFAULTS.maxResultChars,
     maxImageChars: options.maxImageChars ?? DEFAULTS.maxImageChars,
+    maxFileBytes: options.maxFileBytes ?? DEFAULTS.maxFileBytes,
     maxMessageBytes: options.maxMessageBytes ?? DEFAULTS.maxMessageBytes,
     maxRestarts: options.maxRestarts ?? DEFAULTS.maxRestarts,
     restartBackoffMs: options.restartBackoffMs ?? DEFAULTS.restartBackoffMs,
@@ -329,6 +340,7 @@ function callTool(
             mapped = mapCallResult(result, connection.name, remote, {
               maxResultChars: settings.maxResultChars,
               maxImageChars: settings.maxImageChars,
+              maxFileBytes: settings.maxFileBytes,
             });
           } catch (error) {
             // The mapping is bounded, but it runs in a promise callback: whatever it throws must be a result, never

@@ -9,9 +9,9 @@ import type { AgentEndEvent, AgentEvent } from '../types/agent-events.js';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import { errorMessageOf } from '../types/errors.js';
 import { textOf, type Message } from '../types/messages.js';
+import type { McpContent } from './mcp-content.js';
 
-/** The content an MCP tool answers with (what this server sends). */
-export type McpContent = { type: 'text'; text: string } | { type: 'image'; data: string; mimeType: string };
+export type { McpContent } from './mcp-content.js';
 
 /** A `tools/call` result as this server sends it. */
 export interface McpCallResult {

@@ -2,7 +2,6 @@
  * cubepi as an MCP server: an agent as one MCP tool, or cubepi tools as MCP tools.
  * @module
  */
-import { noFile } from '../types/file-kind.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
@@ -19,6 +18,7 @@ import type { ApprovalRequest } from '../types/approval.js';
 import { toolResultProblem } from '../types/check-tool-result.js';
 import { ConfigurationError, errorMessageOf } from '../types/errors.js';
 import type { AgentToolResult, AnyAgentTool } from '../types/tool.js';
+import { mcpContentOf } from './mcp-content.js';
 import {
   ANSWER_INPUT,
   ANSWER_TOOL,
@@ -251,7 +251,7 @@ function servedTool(tool: AnyAgentTool): ServedTool {
         const problem = toolResultProblem(result);
         if (problem !== undefined) return errorResult(`Tool ${tool.name} returned an invalid result: ${problem}`);
         return {
-          content: result.content.map((block) => ({ ...noFile(block) })),
+          content: result.content.map(mcpContentOf),
           ...(result.isError === true ? { isError: true } : {}),
         };
       } catch (error) {

@@ -5,6 +5,7 @@
 import type { Message } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { ToolDefinition } from '../types/provider.js';
+import { estimateFileTokens, type FileTokenRates } from './estimate-file-tokens.js';
 
 /** What a request sends, as far as its size goes. */
 export interface TokenRequest {
@@ -15,7 +16,7 @@ export interface TokenRequest {
 }
 
 /** The constants of one provider family's heuristic (see `docs/context.md` for how they were measured). */
-interface Family {
+interface Family extends FileTokenRates {
   /** Characters of prose per token. */
   readonly charsPerToken: number;
   /** Characters of JSON (tool schemas, tool-call arguments) per token. */
@@ -30,11 +31,23 @@ interface Family {
   readonly image: number;
 }
 
-// Fitted on the recorded requests whose real `usage` the provider fixtures hold (test/token-estimate.test.ts).
+// Fitted on the recorded requests whose real `usage` the provider fixtures hold (test/token-estimate.test.ts). The
+// file rates are the vendors' published figures, rounded up (docs/files.md, "Token estimate"): Anthropic reads a PDF
+// page as its text and a picture (1,500–3,000 tokens), OpenAI likewise; Gemini bills 258 tokens a page, 32 a second of
+// audio and about 300 a second of video, and OpenAI's audio input runs about 10 tokens a second.
 const FAMILIES: Readonly<Record<'anthropic' | 'openai' | 'other', Family>> = {
-  anthropic: { charsPerToken: 3.5, jsonCharsPerToken: 3.2, base: 30, perMessage: 4, perTool: 20, image: 1_600 },
-  openai: { charsPerToken: 4, jsonCharsPerToken: 5.5, base: 3, perMessage: 3, perTool: 12, image: 765 },
-  other: { charsPerToken: 3.5, jsonCharsPerToken: 3.5, base: 10, perMessage: 4, perTool: 16, image: 1_600 },
+  anthropic: {
+    ...{ charsPerToken: 3.5, jsonCharsPerToken: 3.2, base: 30, perMessage: 4, perTool: 20, image: 1_600 },
+    ...{ pdfPage: 2_300, audioSecond: 32, videoSecond: 300 },
+  },
+  openai: {
+    ...{ charsPerToken: 4, jsonCharsPerToken: 5.5, base: 3, perMessage: 3, perTool: 12, image: 765 },
+    ...{ pdfPage: 1_800, audioSecond: 10, videoSecond: 300 },
+  },
+  other: {
+    ...{ charsPerToken: 3.5, jsonCharsPerToken: 3.5, base: 10, perMessage: 4, perTool: 16, image: 1_600 },
+    ...{ pdfPage: 1_500, audioSecond: 32, videoSecond: 300 },
+  },
 };
 
 function familyOf(model: Model): Family {
@@ -88,6 +101,9 @@ function countMessageTokens(message: Message, family: Family): number {
         break;
       case 'image':
         tokens += family.image;
+        break;
+      case 'file':
+        tokens += estimateFileTokens(block, family);
         break;
       case 'toolCall':
         tokens += textTokens(block.name, family.charsPerToken) + jsonTokens(block.arguments, family) + 4;

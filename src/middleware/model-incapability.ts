@@ -5,6 +5,7 @@
 import type { Message } from '../types/messages.js';
 import type { Model, ModelIncapability, ModelInputKind } from '../types/model.js';
 import type { StreamOptions, ToolDefinition } from '../types/provider.js';
+import { fileKind } from '../types/file-kind.js';
 import { lookupModel } from '../types/model-lookup.js';
 import { estimateTokens } from './estimate-tokens.js';
 
@@ -19,11 +20,12 @@ export interface CapabilityRequest {
 type Block = Exclude<Message['content'], string>[number];
 
 /**
- * The input kind each content block needs, by block type (`undefined`: text, which every model takes). A new block
- * type is one line here (a `file` block: its MIME type to `pdf`, `audio`, `video` or `file`).
+ * The input kind each content block needs, by block type (`undefined`: text, which every model takes). A `file` block
+ * needs the kind of its MIME type (`fileKind`: `pdf`, `image`, `audio`, `video`, or `file` for other documents).
  */
 const INPUT_OF_BLOCK: { readonly [T in Block['type']]?: (block: Extract<Block, { type: T }>) => ModelInputKind } = {
   image: () => 'image',
+  file: (block) => fileKind(block.mimeType),
 };
 
 /**
@@ -31,9 +33,11 @@ const INPUT_OF_BLOCK: { readonly [T in Block['type']]?: (block: Extract<Block, {
  * the model's own, else the model table's for its id; a fact neither states is not checked. In order:
  * - `tools`: the request offers tools and the model has `tools: false`;
  * - `reasoning`: the request sets a `thinkingBudget` above 0 and the model has `reasoning: false`;
- * - `input`: a message (user or tool result) holds a block of a kind missing from the model's `input`
- *   (images now; every kind in {@link ModelInputKind} as blocks for them arrive);
- * - `context_window`: the request's estimated tokens (`estimateTokens`) exceed the model's `contextWindow`.
+ * - `input`: a message (user or tool result) holds a block of a kind missing from the model's `input` (an image; a
+ *   file block by its MIME type's kind, `fileKind`: a PDF to a model without `pdf`, audio without `audio`, a CSV
+ *   without `file`…). Whether the model or its provider can fetch a file's `url` is the provider's to say;
+ * - `context_window`: the request's estimated tokens (`estimateTokens`, files counted by pages, seconds or length)
+ *   exceed the model's `contextWindow`.
  *
  * @example
  * modelIncapability({ id: 'llama', provider: 'ollama', input: ['text'] }, { messages: [photoMessage] })

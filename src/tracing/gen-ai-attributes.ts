@@ -4,6 +4,7 @@
  */
 import type { Attributes } from '@opentelemetry/api';
 import type { AssistantMessage, Message, StopReason } from '../types/messages.js';
+import type { ResolvedReasoning } from '../types/model.js';
 import type { Usage } from '../types/usage.js';
 
 /** Attribute names: the GenAI conventions' and cubepi's own. */
@@ -55,7 +56,30 @@ export const ATTR = {
   compactionOutcome: 'cubepi.compaction.outcome',
   contextDropped: 'cubepi.context.dropped',
   contextBudget: 'cubepi.context.budget',
+  reasoningRequested: 'cubepi.reasoning.requested',
+  reasoningEffort: 'cubepi.reasoning.effort',
+  reasoningBudgetTokens: 'cubepi.reasoning.budget_tokens',
+  reasoningOff: 'cubepi.reasoning.off',
+  reasoningClamped: 'cubepi.reasoning.clamped',
 } as const;
+
+/**
+ * The `chat` span's attributes for the reasoning an attempt sends (`model_attempt.reasoning`): the run's setting
+ * (`requested`: the level, or `budget` for a `{ budgetTokens }` setting), and what was sent for this model (`effort`,
+ * `budget_tokens`, `off`), with `clamped` when the model could not take it as asked. The GenAI conventions define no
+ * reasoning attribute yet, so these are cubepi's own.
+ */
+export function reasoningAttributes(reasoning: ResolvedReasoning): Attributes {
+  const { requested } = reasoning;
+  const attributes: Attributes = {
+    [ATTR.reasoningRequested]: typeof requested === 'string' ? requested : 'budget',
+  };
+  if (reasoning.effort !== undefined) attributes[ATTR.reasoningEffort] = reasoning.effort;
+  if (reasoning.budgetTokens !== undefined) attributes[ATTR.reasoningBudgetTokens] = reasoning.budgetTokens;
+  if (reasoning.off === true) attributes[ATTR.reasoningOff] = true;
+  if (reasoning.clamped === true) attributes[ATTR.reasoningClamped] = true;
+  return attributes;
+}
 
 /** The value of `error.type` when nothing more precise is known (the conventions' fallback value). */
 export const OTHER_ERROR = '_OTHER';

@@ -29,6 +29,7 @@ import {
   finishReasons,
   OTHER_ERROR,
   providerName,
+  reasoningAttributes,
   semconvMessage,
   assistantMessage,
   usageAttributes,
@@ -336,6 +337,7 @@ export class SpanRecorder {
       attributes[ATTR.fallbackFrom] = turn.fallbackFrom;
       turn.fallbackFrom = undefined;
     }
+    if (event.reasoning !== undefined) Object.assign(attributes, reasoningAttributes(event.reasoning));
     const prompts = turn.inputs.filter((m) => m.role === 'user');
     const hash = prompts.length === 0 ? undefined : hashInput(prompts.map((m) => m.content));
     if (hash !== undefined) attributes[ATTR.promptHash] = hash;

@@ -2,28 +2,30 @@
  * The check every tool result passes at the boundary, before it becomes an event or a stored message.
  * @module
  */
+import { DEFAULT_MAX_FILE_BYTES, fileProblem } from './check-file.js';
 
 /** At most this many problems are listed in one message (a result of 10,000 bad blocks gets a short answer). */
 const MAX_LISTED = 3;
 
 /**
  * Why `result` is not a valid `AgentToolResult`, or `undefined` when it is one: `content` an array of text
- * blocks (`{ type: 'text', text: string }`) and image blocks (`{ type: 'image', data: string, mimeType: string }`),
+ * blocks (`{ type: 'text', text: string }`), image blocks (`{ type: 'image', data: string, mimeType: string }`) and
+ * file blocks (checked by `fileProblem`: one source, base64, bytes against the MIME type, at most `maxFileBytes`),
  * `isError` and `terminate` booleans when present, `usage` a usage (finite non-negative counts and costs) when present,
  * and `details` serialisable as JSON (no cycle, no BigInt), since it is stored with the thread.
  *
  * Run on every tool's result, so a malformed one becomes an error result that says what was wrong instead of a
  * message that breaks every later request on the thread.
  */
-export function toolResultProblem(result: unknown): string | undefined {
+export function toolResultProblem(result: unknown, maxFileBytes: number = DEFAULT_MAX_FILE_BYTES): string | undefined {
   if (typeof result !== 'object' || result === null) return `expected an object, got ${describeValue(result)}`;
   const { content, isError, terminate, details, usage } = result as Record<string, unknown>;
   if (!Array.isArray(content))
-    return `content must be an array of text and image blocks, got ${describeValue(content)}`;
+    return `content must be an array of text, image and file blocks, got ${describeValue(content)}`;
   const problems: string[] = [];
   let count = 0;
   for (let i = 0; i < content.length; i++) {
-    const problem = blockProblem(content[i]);
+    const problem = blockProblem(content[i], maxFileBytes);
     if (problem === undefined) continue;
     if (++count <= MAX_LISTED) problems.push(`content[${i}] ${problem}`);
   }
@@ -73,9 +75,9 @@ function isAmount(value: unknown): boolean {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0;
 }
 
-function blockProblem(block: unknown): string | undefined {
+function blockProblem(block: unknown, maxFileBytes: number): string | undefined {
   if (typeof block !== 'object' || block === null || Array.isArray(block)) {
-    return `must be a text or image block, got ${describeValue(block)}`;
+    return `must be a text, image or file block, got ${describeValue(block)}`;
   }
   const { type } = block as { type?: unknown };
   if (type === 'text') {
@@ -89,7 +91,11 @@ function blockProblem(block: unknown): string | undefined {
       return `is an image block whose mimeType is ${describeValue(mimeType)}, not a string`;
     return undefined;
   }
-  return `has type ${describeValue(type)}: a tool result holds only "text" and "image" blocks`;
+  if (type === 'file') {
+    const problem = fileProblem(block, maxFileBytes);
+    return problem === undefined ? undefined : `is not a valid file block: ${problem}`;
+  }
+  return `has type ${describeValue(type)}: a tool result holds only "text", "image" and "file" blocks`;
 }
 
 /** A short description of a value for an error message: its type, or the value itself when it is short. */

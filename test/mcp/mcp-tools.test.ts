@@ -217,7 +217,7 @@ describe.each([
       .toBe(cancelledBefore + 1);
   });
 
-  it('maps isError, images, resources (text with their URI) and links', async () => {
+  it('maps isError, images, resources (text with their URI, blobs as files), audio and links', async () => {
     const tools = await harness.open().tools();
     const [fail, media] = results(
       await runCalls(tools, [
@@ -228,14 +228,30 @@ describe.each([
     expect(fail).toMatchObject({ isError: true, outcome: 'error' });
     expect(resultText(fail!)).toBe('the disk is full');
     expect(media!.isError).toBe(false);
-    expect(media!.content.map((block) => block.type)).toEqual(['text', 'image', 'text', 'text', 'text']);
+    expect(media!.content.map((block) => block.type)).toEqual([
+      'text',
+      'image',
+      'text',
+      'text',
+      'file',
+      'file',
+      'text',
+    ]);
     expect((media!.content[1] as ImageContent).mimeType).toBe('image/png');
     expect(media!.content.filter((block) => block.type === 'text').map((block) => block.text)).toEqual([
       'here:',
       'Resource file:///notes.txt:\nthe notes',
-      '[resource file:///blob.bin (application/zip) left out: binary content]',
+      // 'AAAA' is not a ZIP container: left out, saying why.
+      '[resource file:///blob.bin (application/zip) left out: the bytes of a file block declared application/zip are not a ZIP container (PK)]',
       'Resource link: file:///big.csv (big.csv)',
     ]);
+    expect(media!.content[4]).toEqual({
+      type: 'file',
+      mimeType: 'application/pdf',
+      name: 'q3.pdf',
+      data: Buffer.from('%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n').toString('base64'),
+    });
+    expect(media!.content[5]).toMatchObject({ type: 'file', mimeType: 'audio/wav' });
   });
 
   it('bounds a 10 MB result', async () => {

@@ -15,6 +15,9 @@ export interface ServerRecord {
   readonly pid: number;
 }
 
+/** A one-line PDF and a WAV header: bytes that are what their MIME types say. */
+const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n').toString('base64');
+const WAV = Buffer.from('RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00', 'latin1').toString('base64');
 const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 
 export function createToolsServer(record: (entry: ServerRecord) => void): McpServer {
@@ -76,6 +79,8 @@ export function createToolsServer(record: (entry: ServerRecord) => void): McpSer
         { type: 'image', data: PIXEL, mimeType: 'image/png' },
         { type: 'resource', resource: { uri: 'file:///notes.txt', mimeType: 'text/plain', text: 'the notes' } },
         { type: 'resource', resource: { uri: 'file:///blob.bin', mimeType: 'application/zip', blob: 'AAAA' } },
+        { type: 'resource', resource: { uri: 'file:///docs/q3.pdf', mimeType: 'application/pdf', blob: PDF } },
+        { type: 'audio', data: WAV, mimeType: 'audio/wav' },
         { type: 'resource_link', uri: 'file:///big.csv', name: 'big.csv' },
       ],
     };
