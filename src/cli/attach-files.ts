@@ -11,26 +11,7 @@ import type { FileContent, ImageContent, UserContent } from '../types/content.js
 import { userMessage, type UserMessage } from '../types/messages.js';
 import { FileInputError, toFileBlock } from '../server/file-input.js';
 import { usageError } from './cli-error.js';
-
-/** The MIME type of a file by its extension (lowercase, with the dot): the kinds the providers take. */
-export const MIME_BY_EXTENSION: Readonly<Record<string, string>> = {
-  '.pdf': 'application/pdf',
-  '.png': 'image/png',
-  '.jpg': 'image/jpeg',
-  '.jpeg': 'image/jpeg',
-  '.gif': 'image/gif',
-  '.webp': 'image/webp',
-  '.wav': 'audio/wav',
-  '.mp3': 'audio/mpeg',
-  '.txt': 'text/plain',
-  '.md': 'text/markdown',
-  '.csv': 'text/csv',
-  '.json': 'application/json',
-  '.html': 'text/html',
-  '.htm': 'text/html',
-  '.docx': 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
-  '.xlsx': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
-};
+import { MIME_BY_EXTENSION } from './mime-by-extension.js';
 
 /**
  * The largest file `--file` attaches: 32 MiB, the largest request the providers that take documents accept (a file
