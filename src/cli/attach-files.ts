@@ -7,9 +7,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import type { FileContent, ImageContent, UserContent } from '../types/content.js';
-import { userMessage, type UserMessage } from '../types/messages.js';
-import { FileInputError, toFileBlock } from '../server/file-input.js';
+import { userMessage, type FileContent, type ImageContent, type UserContent, type UserMessage } from '../index.js';
 import { usageError } from './cli-error.js';
 import { MIME_BY_EXTENSION } from './mime-by-extension.js';
 
@@ -90,6 +88,8 @@ export async function readAttachments(
         code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
       throw usageError(`run: cannot read --file ${path}: ${why}`);
     }
+    // Loaded only when a file is attached: `cubepi run` without one does not load the server.
+    const { FileInputError, toFileBlock } = await import('../server/index.js');
     try {
       blocks.push(
         toFileBlock({ mimeType, name: basename(path), data: bytes.toString('base64') }, `--file ${path}`, maxBytes),
