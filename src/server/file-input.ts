@@ -67,7 +67,7 @@ export function fileBytesProblem(mimeType: string, bytes: Uint8Array): string | 
     case 'application/vnd.openxmlformats-officedocument.presentationml.presentation':
       return expect(starts(0x50, 0x4b, 0x03, 0x04), 'an Office Open XML (ZIP) document');
   }
-  if (type.startsWith('text/') || type === 'application/json' || type === 'application/xml' || type.endsWith('+json')) {
+  if (isText(type)) {
     if (bytes.includes(0)) return `its bytes are not text (${type}): they hold a NUL byte`;
     try {
       new TextDecoder('utf-8', { fatal: true }).decode(bytes);
@@ -76,6 +76,47 @@ export function fileBytesProblem(mimeType: string, bytes: Uint8Array): string | 
     }
   }
   return undefined;
+}
+
+/** Whether `mimeType` is text: `text/*`, JSON, XML. */
+function isText(mimeType: string): boolean {
+  const type = bareMime(mimeType);
+  return (
+    type.startsWith('text/') || type === 'application/json' || type === 'application/xml' || type.endsWith('+json')
+  );
+}
+
+const BASE64_DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+const BASE64_VALUE = new Uint8Array(128);
+for (let i = 0; i < BASE64_DIGITS.length; i++) BASE64_VALUE[BASE64_DIGITS.charCodeAt(i)] = i;
+
+/**
+ * The bytes of base64 `data` already checked strict (or a prefix of such data cut at a multiple of 4). A table loop:
+ * `Uint8Array.from(atob(data), …)` took 3 s for 10 MiB; this needs no `Buffer` (the server runs on any Fetch runtime).
+ */
+function decodeBase64(data: string): Uint8Array {
+  const end = data.endsWith('==') ? data.length - 2 : data.endsWith('=') ? data.length - 1 : data.length;
+  const bytes = new Uint8Array(Math.floor((end * 3) / 4));
+  let at = 0;
+  let i = 0;
+  for (; i + 4 <= end; i += 4) {
+    const n =
+      (BASE64_VALUE[data.charCodeAt(i)]! << 18) |
+      (BASE64_VALUE[data.charCodeAt(i + 1)]! << 12) |
+      (BASE64_VALUE[data.charCodeAt(i + 2)]! << 6) |
+      BASE64_VALUE[data.charCodeAt(i + 3)]!;
+    bytes[at++] = n >> 16;
+    bytes[at++] = (n >> 8) & 0xff;
+    bytes[at++] = n & 0xff;
+  }
+  const rest = end - i;
+  if (rest >= 2) {
+    let n = (BASE64_VALUE[data.charCodeAt(i)]! << 18) | (BASE64_VALUE[data.charCodeAt(i + 1)]! << 12);
+    if (rest === 3) n |= BASE64_VALUE[data.charCodeAt(i + 2)]! << 6;
+    bytes[at++] = n >> 16;
+    if (rest === 3) bytes[at++] = (n >> 8) & 0xff;
+  }
+  return bytes.subarray(0, at);
 }
 
 /** The byte length of strict base64 `data` (padded, no whitespace), or `undefined` when it is not that. */
@@ -121,10 +162,8 @@ export function toFileBlock(source: FileSource, where: string, maxFileBytes: num
     if (size === undefined) return fail('the file data is not valid base64');
     if (size === 0) fail('the file is empty');
     if (size > maxFileBytes) fail(`the file is ${size} bytes, more than the limit of ${maxFileBytes}`, 413);
-    const problem = fileBytesProblem(
-      mime,
-      Uint8Array.from(atob(data), (c) => c.charCodeAt(0)),
-    );
+    // A signature is in the first bytes; only a text type needs all of them (UTF-8 is checked whole).
+    const problem = fileBytesProblem(mime, decodeBase64(isText(mime) ? data : data.slice(0, 24)));
     if (problem !== undefined) fail(problem);
     if (IMAGE_BLOCK_TYPES.has(bareMime(mime))) return { type: 'image', data, mimeType: bareMime(mime) };
     return { type: 'file', mimeType: mime, ...named, data, size };

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fromAgentEvents, runEventsUrl } from 'cubepi/client';
 import { Agent, MemoryCheckpointer, type Message, type UserContent } from 'cubepi';
 import { FauxProvider, fauxMessage } from 'cubepi/testing';
+import { toFileBlock } from 'cubepi/server';
 import { serve, type Served } from './serve-helpers.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
@@ -397,5 +398,34 @@ describe('POST /threads/:id/runs with file blocks', () => {
     expect(answer.error?.code).toBe('invalid_file');
     expect(answer.error?.message).toMatch(message);
     expect(created).toEqual([]);
+  });
+});
+
+describe('toFileBlock', () => {
+  it('reads every byte of a text file, whatever its padding: a NUL anywhere is refused, valid UTF-8 is taken', () => {
+    for (let length = 1; length <= 40; length++) {
+      const text = Buffer.from('aé✓'.repeat(20)).subarray(0, length);
+      const valid = Buffer.from(text.toString('utf8')).subarray(0, length).equals(text);
+      const block = () => toFileBlock({ mimeType: 'text/plain', data: b64(text) }, 'f', 1000);
+      if (valid) expect(block()).toMatchObject({ type: 'file', size: length });
+      else expect(block).toThrow(/its bytes are not UTF-8 text/);
+      for (let at = 0; at < length; at++) {
+        const withNul = Buffer.from('a'.repeat(length));
+        withNul[at] = 0;
+        expect(() => toFileBlock({ mimeType: 'text/csv', data: b64(withNul) }, 'f', 1000)).toThrow(/NUL byte/);
+      }
+    }
+  });
+
+  it('checks a signature from the first bytes of a large file', () => {
+    const pdf = Buffer.alloc(1_000_000, 0x41);
+    pdf.write('%PDF-1.7', 0);
+    expect(toFileBlock({ mimeType: 'application/pdf', data: pdf.toString('base64') }, 'f', 1_000_000)).toMatchObject({
+      size: 1_000_000,
+    });
+    pdf.write('<html>', 0);
+    expect(() => toFileBlock({ mimeType: 'application/pdf', data: pdf.toString('base64') }, 'f', 1_000_000)).toThrow(
+      'f: its bytes are not a PDF (application/pdf)',
+    );
   });
 });
