@@ -2,7 +2,7 @@
 // transcript streams token by token; tool calls show live progress; guarded calls get Approve/Deny buttons; Stop
 // cancels the run on the server; a reload mid-run picks the stream up where the thread's history ends. Files attach
 // by the button, a drop on the form or a paste, and show in the user's message (page/attachments.ts).
-import { Subscription, share, type Observable } from 'rxjs';
+import { Subscription, share, tap, type Observable } from 'rxjs';
 import {
   cancelRun,
   fromAgentEvents,
@@ -273,12 +273,25 @@ form.onsubmit = (event) => {
     show(startRun(base, threadId, text, options), true);
     return;
   }
-  // With files, one user message: the text first, then each file as the block the server checks.
+  // With files, one user message: the text first, then each file as the block the server checks. The files stay
+  // attached (and the text comes back) until the server takes them: a refused file can be removed and the rest sent.
   void pending
-    .take()
+    .read()
     .then((files) => {
       const content = text === '' ? files : [{ type: 'text' as const, text }, ...files];
-      show(startRun(base, threadId, { role: 'user', content, timestamp: Date.now() }, options), true);
+      let taken = false;
+      const run$ = startRun(base, threadId, { role: 'user', content, timestamp: Date.now() }, options).pipe(
+        tap({
+          next: () => {
+            if (!taken) pending.clear();
+            taken = true;
+          },
+          error: () => {
+            if (!taken && promptBox.value === '') promptBox.value = text;
+          },
+        }),
+      );
+      show(run$, true);
     })
     .catch(showError);
 };

@@ -118,11 +118,9 @@ export class PendingFiles {
     this.render();
   }
 
-  /** The files as content blocks, and the list emptied. */
-  async take(): Promise<(FileContent | ImageContent)[]> {
-    const blocks = await Promise.all(this.files.map(({ file }) => toBlock(file)));
-    this.clear();
-    return blocks;
+  /** The files as content blocks (the list is kept: {@link clear} it once the server took them). */
+  read(): Promise<(FileContent | ImageContent)[]> {
+    return Promise.all(this.files.map(({ file }) => toBlock(file)));
   }
 
   clear(): void {

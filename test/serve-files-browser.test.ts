@@ -197,6 +197,11 @@ describe.skipIf(!haveChromium)('files on the cubepi serve page, in a headless Ch
       await page.click('#send');
       await page.waitForSelector('#error:not([hidden])');
       expect(await page.locator('#error').innerText()).toContain('input.content[1]: its bytes are not a PDF');
+      // The refused file stays attached and the prompt comes back, to fix and send again.
+      expect(await page.locator('#attachments .attachment-label').allInnerTexts()).toEqual([
+        'fake.pdf · application/pdf · 22 B',
+      ]);
+      expect(await page.inputValue('#prompt')).toBe('Read it');
       expect(problems).toEqual([expect.stringMatching(/^400 .*\/api\/threads\/files-2\/runs$/)]);
       expect(await stored('files-2')).toEqual([]);
     },
