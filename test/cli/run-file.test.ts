@@ -51,6 +51,24 @@ describe('cubepi run --file', () => {
     expect(stdout.trimEnd().split('\n').at(-1)).toContain('"outcome":"completed"');
   });
 
+  it('stores the files with the prompt: cubepi threads show lists them under it', async () => {
+    const cwd = workdir();
+    writeFileSync(join(cwd, 'report.pdf'), PDF);
+    writeFileSync(join(cwd, 'dot.png'), PNG);
+    const run = await runCli(
+      ['run', '--delay', '0', '--thread', 'with-files', '--file', 'report.pdf', '--file', 'dot.png', 'Read'],
+      {
+        cwd,
+      },
+    );
+    expect(run.code).toBe(0);
+    const shown = await runCli(['threads', 'show', 'with-files'], { cwd });
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain(
+      `> Read\n  [report.pdf · application/pdf · ${PDF.length} B]\n  [image · image/png · ${PNG.length} B]\n`,
+    );
+  });
+
   it('--file-type gives the type of the --file before it; --prompt-file still reads the prompt', async () => {
     const cwd = workdir();
     writeFileSync(join(cwd, 'scan.bin'), PDF);
