@@ -1,7 +1,8 @@
 // The chat page of `cubepi serve`: vanilla DOM over cubepi/client and cubepi/operators. Threads on the left; the
 // transcript streams token by token; tool calls show live progress; guarded calls get Approve/Deny buttons; Stop
-// cancels the run on the server; a reload mid-run picks the stream up where the thread's history ends.
-import { Subscription, share, type Observable } from 'rxjs';
+// cancels the run on the server; a reload mid-run picks the stream up where the thread's history ends. Files attach
+// by the button, a drop on the form or a paste, and show in the user's message (page/attachments.ts).
+import { Subscription, share, tap, type Observable } from 'rxjs';
 import {
   cancelRun,
   fromAgentEvents,
@@ -16,6 +17,7 @@ import { assembleMessages, toolActivity, type ToolActivity } from 'cubepi/operat
 import type { ApprovalAnswer, ApprovalRequest, AssistantMessage, Message } from 'cubepi';
 // The command's own wording of a failed model call (what happened, what to do), so the page says what the CLI says.
 import { describeProviderError } from '../src/cli/describe-provider-error.js';
+import { blockCard, PendingFiles } from './attachments.js';
 
 const base = new URL('api/', location.href).toString();
 const hash = () => new URLSearchParams(location.hash.slice(1));
@@ -32,6 +34,9 @@ const promptBox = $<HTMLTextAreaElement>('prompt');
 const sendButton = $<HTMLButtonElement>('send');
 const stopButton = $<HTMLButtonElement>('stop');
 const threadList = $<HTMLUListElement>('threads');
+const attachButton = $<HTMLButtonElement>('attach');
+const fileInput = $<HTMLInputElement>('file-input');
+const pending = new PendingFiles($<HTMLDivElement>('attachments'));
 
 let threadId = hash().get('thread') ?? newThreadId();
 /** The messages shown before the current run's. */
@@ -72,6 +77,11 @@ function messageElement(message: Message): HTMLElement {
   const blocks =
     typeof message.content === 'string' ? [{ type: 'text', text: message.content } as const] : message.content;
   for (const block of blocks) {
+    const attachment = blockCard(block);
+    if (attachment !== undefined) {
+      element.append(attachment);
+      continue;
+    }
     const span = document.createElement('div');
     if (block.type === 'text') span.textContent = block.text;
     else if (block.type === 'thinking') {
@@ -257,9 +267,57 @@ async function refreshThreads(): Promise<void> {
 form.onsubmit = (event) => {
   event.preventDefault();
   const text = promptBox.value.trim();
-  if (text === '' || running !== undefined) return;
+  if ((text === '' && pending.count === 0) || running !== undefined) return;
   promptBox.value = '';
-  show(startRun(base, threadId, text, options), true);
+  if (pending.count === 0) {
+    show(startRun(base, threadId, text, options), true);
+    return;
+  }
+  // With files, one user message: the text first, then each file as the block the server checks. The files stay
+  // attached (and the text comes back) until the server takes them: a refused file can be removed and the rest sent.
+  void pending
+    .read()
+    .then((files) => {
+      const content = text === '' ? files : [{ type: 'text' as const, text }, ...files];
+      let taken = false;
+      const run$ = startRun(base, threadId, { role: 'user', content, timestamp: Date.now() }, options).pipe(
+        tap({
+          next: () => {
+            if (!taken) pending.clear();
+            taken = true;
+          },
+          error: () => {
+            if (!taken && promptBox.value === '') promptBox.value = text;
+          },
+        }),
+      );
+      show(run$, true);
+    })
+    .catch(showError);
+};
+attachButton.onclick = () => fileInput.click();
+fileInput.onchange = () => {
+  pending.add(fileInput.files ?? []);
+  fileInput.value = ''; // the same file can be chosen again
+};
+// The form is the drop zone; a pasted file (a screenshot) attaches too.
+form.ondragover = (event) => {
+  if (!event.dataTransfer?.types.includes('Files')) return;
+  event.preventDefault();
+  form.classList.add('dragging');
+};
+form.ondragleave = () => form.classList.remove('dragging');
+form.ondrop = (event) => {
+  event.preventDefault();
+  form.classList.remove('dragging');
+  pending.add(event.dataTransfer?.files ?? []);
+};
+promptBox.onpaste = (event) => {
+  const files = event.clipboardData?.files;
+  if (files !== undefined && files.length > 0) {
+    event.preventDefault();
+    pending.add(files);
+  }
 };
 promptBox.onkeydown = (event) => {
   if (event.key === 'Enter' && !event.shiftKey) form.requestSubmit();

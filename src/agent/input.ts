@@ -97,6 +97,7 @@ function checkBlock(
     text: ['text'],
     thinking: ['thinking'],
     image: ['data', 'mimeType'],
+    file: ['mimeType'],
     toolCall: ['id', 'name'],
   };
   for (const field of fields[type] ?? []) {

@@ -1,6 +1,6 @@
 /**
  * Where `cubepi run` gets its prompt: the arguments, `-` or a pipe (stdin, read whole: no argument-length limit), or
- * `--file`.
+ * `--prompt-file`.
  * @module
  */
 import { readFile } from 'node:fs/promises';
@@ -23,7 +23,7 @@ export async function readPrompt(
 ): Promise<ReadPrompt> {
   const dash = positionals.length === 1 && positionals[0] === '-';
   if (file !== undefined && positionals.length > 0)
-    throw usageError('run: give the prompt as an argument or --file, not both');
+    throw usageError('run: give the prompt as an argument or --prompt-file, not both');
   let prompt: string;
   let fromStdin = false;
   if (file !== undefined) {
@@ -36,7 +36,10 @@ export async function readPrompt(
     prompt = await readAll(stdin);
     fromStdin = true;
   } else if (positionals.length === 0) {
-    throw usageError('run: no prompt: cubepi run "your prompt", or pipe it in (… | cubepi run -), or --file <path>');
+    throw usageError(
+      'run: no prompt: cubepi run "your prompt", or pipe it in (… | cubepi run -), or --prompt-file <path> ' +
+        '(--file attaches a file to the prompt)',
+    );
   } else {
     prompt = positionals.join(' ');
   }

@@ -12,6 +12,7 @@ import { runFailure, thrownFailure } from './describe-failure.js';
 import { driveRun } from './drive-run.js';
 import { jsonResult, writeJsonEvent } from './json-lines.js';
 import { AGENT_OPTIONS, parseCommandArgs } from './parse-options.js';
+import { describeAttachment, fileArguments, promptWithFiles, readAttachments } from './attach-files.js';
 import { readPrompt } from './read-prompt.js';
 import { colorsFor, createStyle } from './style.js';
 import { createTerminalView } from './terminal-view.js';
@@ -19,13 +20,17 @@ import { newThreadId } from './thread-id.js';
 
 export const RUN_HELP = `Usage: cubepi run "prompt" [options]
        cubepi run - [options]          (the prompt from stdin; so is a pipe: cat task.md | cubepi run)
-       cubepi run --file <path> [options]
+       cubepi run --prompt-file <path> [options]
+       cubepi run --file report.pdf "Summarise it" [options]
 
 Runs the agent once. The answer streams to stdout; tool calls, thinking, usage and errors go to stderr.
 
 Options:
   --json               every agent event as one JSON line on stdout, then a {"type":"result",…} line
-  -f, --file <path>    read the prompt from a file
+  --prompt-file <path> read the prompt from a file
+  --file <path>        attach a file to the prompt (repeatable): pdf png jpg gif webp wav mp3 txt md csv json
+                       html docx xlsx by extension; checked before the run (its bytes must be its type)
+  --file-type <mime>   the type of the --file before it, for another extension (--file data.bin --file-type …)
   --thread <id>        continue (or start) this thread; default: a new one, named at the end
   --system <text>      the system prompt (default: the configuration's, or cubepi's own)
   --provider <name>    anthropic | openai | openai-responses | faux (default: from the environment)
@@ -41,23 +46,31 @@ Options:
 
 Exit codes: 0 done, 1 failed (provider, network, store), 2 bad usage, 130 cancelled (Ctrl-C).`;
 
+const RUN_OPTIONS = {
+  ...AGENT_OPTIONS,
+  json: { type: 'boolean', default: false },
+  'prompt-file': { type: 'string' },
+  file: { type: 'string', multiple: true },
+  'file-type': { type: 'string', multiple: true },
+} as const;
+
 /** Runs `cubepi run …`. */
 export const runCommand: Command = async (args, context) => {
-  const { values, positionals } = parseCommandArgs('run', args, {
-    ...AGENT_OPTIONS,
-    json: { type: 'boolean', default: false },
-    file: { type: 'string', short: 'f' },
-  });
+  const { values, positionals } = parseCommandArgs('run', args, RUN_OPTIONS);
   if (values.help) {
     context.stdout.write(`${RUN_HELP}\n`);
     return EXIT.ok;
   }
   const { stdout, stderr } = context;
-  const { prompt, fromStdin } = await readPrompt(positionals, values.file, context.stdin);
+  // The files first: a missing or mistyped one is a usage error before a prompt is read from stdin.
+  const files = fileArguments(args, RUN_OPTIONS);
+  const attached = await readAttachments(files);
+  const { prompt, fromStdin } = await readPrompt(positionals, values['prompt-file'], context.stdin);
   const setup = await prepareAgentSetup(values, context);
   const style = createStyle(colorsFor(stderr, context.env));
   const info = (text: string) => void stderr.write(text);
   if (setup.choice.notice !== undefined) info(`${style.dim(setup.choice.notice)}\n`);
+  attached.forEach((block, i) => info(`${style.dim(`attached ${describeAttachment(block, files[i]!.path)}`)}\n`));
 
   const threadId = values.thread ?? newThreadId();
   const agent = createCliAgent(setup, threadId);
@@ -85,7 +98,7 @@ export const runCommand: Command = async (args, context) => {
   };
   process.on('SIGINT', onSigint);
   try {
-    const result = await driveRun(agent, agent.prompt$(prompt), {
+    const result = await driveRun(agent, agent.prompt$(promptWithFiles(prompt, attached)), {
       onEvent: (event) => view.next(event),
       ask: approvalAsker(asker ?? (() => Promise.resolve(undefined)), style),
       cancel: cancel.signal,

@@ -68,6 +68,12 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
 };
 
+/**
+ * The page attaches files (base64 in the JSON body): a request may carry 10 MiB of files, a third larger as base64,
+ * plus the prompt.
+ */
+const FILE_LIMITS = { maxFileBytes: 10 * 1_048_576, maxBodyBytes: 16 * 1_048_576 } as const;
+
 /** `cubepi serve`: resolves with the exit code once the server stopped (SIGINT: 130, SIGTERM: 0). */
 export const serveCommand: Command = async (args, context) => {
   const { values } = parseCommandArgs(
@@ -132,6 +138,7 @@ export const serveCommand: Command = async (args, context) => {
       authToken: token,
       cors,
       basePath: '/api',
+      ...FILE_LIMITS,
     });
     served = `runs of "${agent}" queued on ${opened.description}, run by cubepi worker`;
     closeStore = () => opened.close();
@@ -146,6 +153,7 @@ export const serveCommand: Command = async (args, context) => {
       authToken: token,
       cors,
       basePath: '/api',
+      ...FILE_LIMITS,
     });
     served = `model: ${choice.demo ? 'the offline demo' : `${choice.providerName} ${choice.model}`}; threads: ${store.description}`;
     closeStore = async () => {

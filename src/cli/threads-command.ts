@@ -149,8 +149,17 @@ function firstPrompt(messages: readonly Message[] | undefined): string {
 
 function describe(message: Message): string {
   switch (message.role) {
-    case 'user':
-      return `> ${textOf(message)}`;
+    case 'user': {
+      // Each attached file on a line of its own: name (or what holds its bytes), type, size.
+      const files = typeof message.content === 'string' ? [] : message.content.filter((b) => b.type !== 'text');
+      const lines = files.map((block) => {
+        if (block.type === 'image') return `  [image · ${block.mimeType} · ${byteSize(block.data)} B]`;
+        const name = block.name ?? block.url ?? block.fileId ?? 'file';
+        const size = block.size ?? (block.data === undefined ? undefined : byteSize(block.data));
+        return `  [${name} · ${block.mimeType}${size === undefined ? '' : ` · ${size} B`}]`;
+      });
+      return [`> ${textOf(message)}`, ...lines].join('\n');
+    }
     case 'toolResult':
       return `  ${message.isError ? '✗' : '✓'} ${message.toolName} → ${clip(textOf(message), 200)}`;
     case 'assistant': {
@@ -168,6 +177,11 @@ function describe(message: Message): string {
       return parts.join('\n');
     }
   }
+}
+
+/** The decoded length of base64 `data`. */
+function byteSize(data: string): number {
+  return Math.floor((data.length * 3) / 4) - (data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0);
 }
 
 function positiveInt(value: string | undefined, name: string): number | undefined {

@@ -154,25 +154,27 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     // User content only, checked before anything is admitted, claimed or stored (400 otherwise).
-    const input = userInput((body as { input?: unknown } | null)?.input);
+    const input = userInput((body as { input?: unknown } | null)?.input, settings.maxFileBytes);
     const runId = await startPrompt(principal, 'start_run', threadId, input);
     return json(201, { runId, threadId });
   }
 
   /** The AI SDK's `DefaultChatTransport` request: the chat id is the thread, the last user message the prompt. */
   async function chat(principal: Principal, request: Request): Promise<Response> {
-    const { id, text } = readChatRequest(await readJsonBody(request, settings.maxBodyBytes));
+    const body = await readJsonBody(request, settings.maxBodyBytes);
+    const { id, prompt } = readChatRequest(body, settings.maxFileBytes);
     const threadId = checkThread(id);
-    const runId = await startPrompt(principal, 'chat', threadId, text);
+    const runId = await startPrompt(principal, 'chat', threadId, prompt);
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
   }
 
   /** AG-UI's `RunAgentInput` (CopilotKit's `HttpAgent`): the run's AG-UI events; the client leaving cancels it. */
   async function agUi(principal: Principal, request: Request): Promise<Response> {
-    const { threadId: id, text } = readAgUiRequest(await readJsonBody(request, settings.maxBodyBytes));
+    const body = await readJsonBody(request, settings.maxBodyBytes);
+    const { threadId: id, prompt } = readAgUiRequest(body, settings.maxFileBytes);
     const threadId = checkThread(id);
-    const runId = await startPrompt(principal, 'ag_ui', threadId, text);
+    const runId = await startPrompt(principal, 'ag_ui', threadId, prompt);
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
     return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));

@@ -8,25 +8,44 @@
 import { Subject, type OperatorFunction } from 'rxjs';
 import { toUIMessageStream } from '../../operators/to-ui-message-stream.js';
 import type { AgentEvent } from '../types/agent-events.js';
+import type { UserContent } from '../types/content.js';
+import { userMessage, type UserMessage } from '../types/messages.js';
+import { DEFAULT_MAX_FILE_BYTES } from './file-input.js';
+import { agUiContent, chatContent } from './front-end-content.js';
 import { FrameReader, frameOf } from './frame-pump.js';
 import { HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
 import type { RunRegistry } from './run-registry.js';
 
 const encoder = new TextEncoder();
 
-/** What `POST /chat` needs from the AI SDK's request body (`{ id, messages, trigger, messageId }`). */
-export interface ChatRequest {
-  readonly threadId: string;
-  readonly text: string;
+/**
+ * A prompt from a front end: its text alone as a string (what the server sent before files), or a user message when
+ * it holds a file.
+ */
+function promptOf(content: string | readonly UserContent[]): string | UserMessage {
+  if (typeof content === 'string') return content;
+  const text = content.every((block) => block.type === 'text');
+  return text ? content.map((block) => (block as { text: string }).text).join('') : userMessage(content);
+}
+
+/** Whether `content` holds nothing: no text, no file. */
+function isEmpty(content: string | readonly UserContent[]): boolean {
+  if (typeof content === 'string') return content === '';
+  return content.every((block) => block.type === 'text' && block.text === '');
 }
 
 /**
  * Reads a `DefaultChatTransport` body: the chat id is the thread, the last message (a user message) its prompt — its
- * text parts joined. The earlier messages are the client's copy of the thread; the server's stored thread is what
- * the agent sees. Throws 400 for anything else (a `regenerate-message` trigger, a last message that is not the user's).
+ * text parts joined, or a user message of its text and file parts when it has files (see `chatContent`). The earlier
+ * messages are the client's copy of the thread; the server's stored thread is what the agent sees. Throws 400 for
+ * anything else (a `regenerate-message` trigger, a last message that is not the user's, a part that is not text or a
+ * good file; 413 for a file over `maxFileBytes`).
  * @internal
  */
-export function readChatRequest(body: unknown): { readonly id: unknown; readonly text: string } {
+export function readChatRequest(
+  body: unknown,
+  maxFileBytes: number = DEFAULT_MAX_FILE_BYTES,
+): { readonly id: unknown; readonly prompt: string | UserMessage } {
   const { id, messages, trigger } = (body ?? {}) as { id?: unknown; messages?: unknown; trigger?: unknown };
   if (trigger !== undefined && trigger !== 'submit-message') {
     throw new HttpError(
@@ -41,21 +60,23 @@ export function readChatRequest(body: unknown): { readonly id: unknown; readonly
   if (last?.role !== 'user' || !Array.isArray(last.parts)) {
     throw new HttpError(400, 'invalid_input', 'the body must be {"id", "messages"} ending with a user message');
   }
-  const text = (last.parts as { type?: unknown; text?: unknown }[])
-    .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
-    .join('');
-  if (text === '') throw new HttpError(400, 'invalid_input', 'the last user message has no text');
-  return { id, text };
+  const content = chatContent(last.parts, `messages[${(messages as unknown[]).length - 1}]`, maxFileBytes);
+  if (isEmpty(content)) throw new HttpError(400, 'invalid_input', 'the last user message has no text');
+  return { id, prompt: promptOf(content) };
 }
 
 /**
  * Reads an AG-UI `RunAgentInput` (`{ threadId, runId, messages, tools, state, context, forwardedProps }`): the thread,
- * and the prompt — the last message, a user message, its text (a string, or its text parts joined). The client's
- * earlier messages, tools and state are its own copy: the server's stored thread and the agent's tools are what run.
- * Throws 400 otherwise.
+ * and the prompt — the last message, a user message: its text (a string, or its text parts joined), or a user message
+ * of its text and file parts when it has files (see `agUiContent`). The client's earlier messages, tools and state
+ * are its own copy: the server's stored thread and the agent's tools are what run. Throws 400 otherwise (413 for a
+ * file over `maxFileBytes`).
  * @internal
  */
-export function readAgUiRequest(body: unknown): { readonly threadId: unknown; readonly text: string } {
+export function readAgUiRequest(
+  body: unknown,
+  maxFileBytes: number = DEFAULT_MAX_FILE_BYTES,
+): { readonly threadId: unknown; readonly prompt: string | UserMessage } {
   const { threadId, messages } = (body ?? {}) as { threadId?: unknown; messages?: unknown };
   const last = Array.isArray(messages)
     ? (messages.at(-1) as { role?: unknown; content?: unknown } | undefined)
@@ -63,17 +84,9 @@ export function readAgUiRequest(body: unknown): { readonly threadId: unknown; re
   if (last?.role !== 'user') {
     throw new HttpError(400, 'invalid_input', 'the body must be a RunAgentInput whose last message is a user message');
   }
-  const content = last.content;
-  const text =
-    typeof content === 'string'
-      ? content
-      : Array.isArray(content)
-        ? (content as { type?: unknown; text?: unknown }[])
-            .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
-            .join('')
-        : '';
-  if (text === '') throw new HttpError(400, 'invalid_input', 'the last user message has no text');
-  return { threadId, text };
+  const content = agUiContent(last.content, `messages[${(messages as unknown[]).length - 1}]`, maxFileBytes);
+  if (isEmpty(content)) throw new HttpError(400, 'invalid_input', 'the last user message has no text');
+  return { threadId, prompt: promptOf(content) };
 }
 
 /**

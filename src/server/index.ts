@@ -43,5 +43,12 @@ export {
   type JwtAuthenticatorOptions,
   type JwtKeys,
 } from './jwt-authenticator.js';
+export {
+  DEFAULT_MAX_FILE_BYTES,
+  FileInputError,
+  fileBytesProblem,
+  toFileBlock,
+  type FileSource,
+} from './file-input.js';
 export { attachWebSocket, toNodeListener, type WebSocketOptions } from './node.js';
 export type { SequencedEvent, WireError, WireFrame } from '../wire/frames.js';

@@ -162,7 +162,7 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     checkOpen();
     const body = await readJsonBody(request, settings.maxBodyBytes);
     // User content only, checked before anything is admitted, claimed or queued (400 otherwise).
-    const input = userInput((body as { input?: unknown } | null)?.input);
+    const input = userInput((body as { input?: unknown } | null)?.input, settings.maxFileBytes);
     const runId = await enqueueAdmitted(principal, 'start_run', threadId, async () => ({
       threadId,
       agent,

@@ -10,6 +10,7 @@ import type { Principal } from '../types/principal.js';
 import { createAccess, type Access, type AccessMetrics, type AccessOptions } from './access.js';
 import { bearerToken } from './auth.js';
 import { sseChunk, type RunStreamReader } from './frame-pump.js';
+import { DEFAULT_MAX_FILE_BYTES } from './file-input.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
 import { checkHost, checkJsonType, checkOrigin, hostPolicy, type HostPolicy } from './request-guards.js';
 
@@ -38,6 +39,12 @@ export interface ServingOptions extends AccessOptions {
   /** The largest request body accepted, in bytes (default 1 MiB); larger ones get 413 and nothing runs. */
   readonly maxBodyBytes?: number | undefined;
   /**
+   * The largest file a client may send in a user message, in decoded bytes (default 10 MiB): a file over it is
+   * refused with 413 `file_too_large` naming the part, and nothing runs. A file travels base64 in the JSON body, so
+   * `maxBodyBytes` must leave room for it (about 4/3 of its size). See docs/files-surfaces.md.
+   */
+  readonly maxFileBytes?: number | undefined;
+  /**
    * Cross-origin access for these origins (exact match, e.g. `https://app.example.com`); none by default. Other
    * origins cannot start, answer or cancel anything, nor open a WebSocket (403), CORS or not.
    */
@@ -61,6 +68,8 @@ export interface ServerSettings {
   readonly basePath: string;
   readonly heartbeatMs: number;
   readonly maxBodyBytes: number;
+  /** The largest file a client may send, in decoded bytes. */
+  readonly maxFileBytes: number;
   /** The `Host` names answered (`allowedHosts`, resolved). */
   readonly hosts: HostPolicy;
 }
@@ -120,6 +129,7 @@ export interface RouteHandlers {
  */
 export function resolveServing(owner: string, options: ServingOptions): ServerSettings {
   positiveOption(owner, 'maxBodyBytes', options.maxBodyBytes, 1);
+  positiveOption(owner, 'maxFileBytes', options.maxFileBytes, 1);
   positiveOption(owner, 'heartbeatMs', options.heartbeatMs, 1);
   if (options.authToken !== undefined && (typeof options.authToken !== 'string' || options.authToken.length < 16)) {
     throw new ConfigurationError(`${owner}: \`authToken\` must be a string of at least 16 characters`);
@@ -141,6 +151,7 @@ export function resolveServing(owner: string, options: ServingOptions): ServerSe
     basePath,
     heartbeatMs: options.heartbeatMs ?? 15_000,
     maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
+    maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
     hosts: hostPolicy(
       owner,
       options.allowedHosts,
