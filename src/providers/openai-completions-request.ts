@@ -13,6 +13,7 @@ import type { OpenAICompat } from './openai-compat.js';
 import { chatFilePart } from './openai-completions-files.js';
 import type { BlockPlace } from './openai-file-blocks.js';
 import { OpenAIRequestRefusal } from './openai-request-refusal.js';
+import { assertStrictSchema } from './openai-strict-schema.js';
 import { transformMessages } from './transform-messages.js';
 
 type Params = OpenAI.Chat.Completions.ChatCompletionCreateParamsStreaming;
@@ -49,7 +50,8 @@ export interface CompletionsRequestSettings {
  * - Tool-call ids are cut to OpenAI's 40 characters (`normalizeToolCallId`).
  * - `request.output` (native structured output) becomes `response_format: { type: 'json_schema', json_schema: { name,
  *   description, schema, strict } }`; on a profile without `json_schema` ({@link OpenAICompat.responseFormat}) it
- *   throws an {@link OpenAIRequestRefusal} (`model_incapable`).
+ *   throws an {@link OpenAIRequestRefusal} (`model_incapable`), as does a strict schema OpenAI would reject
+ *   (`bad_request`, naming the path: `strictSchemaProblem`).
  * - `reasoning_effort`, where the profile takes it: `options.reasoningEffort` when given, else `request.reasoning`
  *   for a model that reasons (`off` → `none`, an effort level as is; a budget alone has no Chat Completions field and
  *   is not sent); `options.maxTokens` the field named by the settings.
@@ -105,6 +107,7 @@ function responseFormat(request: StreamRequest, compat: OpenAICompat): NonNullab
         `${format === 'json_object' ? ' (json_object only)' : ''}: ask for the output in tool or prompt mode`,
     );
   }
+  assertStrictSchema('OpenAI Chat Completions', output);
   return {
     type: 'json_schema',
     json_schema: {

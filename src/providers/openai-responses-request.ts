@@ -10,6 +10,7 @@ import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import { findModel } from './model-table.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
 import type { BlockPlace } from './openai-file-blocks.js';
+import { assertStrictSchema } from './openai-strict-schema.js';
 import { responsesFilePart } from './openai-responses-files.js';
 import { transformMessages } from './transform-messages.js';
 
@@ -52,7 +53,8 @@ export interface ResponsesRequestSettings {
  *   `reasoning.effort`: `options.reasoningEffort` when given, else from `request.reasoning` (`off` → `none`, a level
  *   as is; a budget alone has no Responses field and is not sent).
  * - `request.output` (native structured output) becomes `text.format`: `{ type: 'json_schema', name, description,
- *   schema, strict }`.
+ *   schema, strict }`; a strict schema OpenAI would reject throws an `OpenAIRequestRefusal` (`bad_request`, naming
+ *   the path: `strictSchemaProblem`).
  * - Files become `input_file` / `input_image` parts, in user messages and in tool results alike
  *   ({@link responsesFilePart}); audio, video or an unresolved `ref` throws an `OpenAIRequestRefusal` naming the
  *   block (the provider ends the call `model_incapable`, unsent).
@@ -93,6 +95,7 @@ export function buildResponsesRequest(
   if (typeof options.maxTokens === 'number') params.max_output_tokens = options.maxTokens;
   if (typeof options.temperature === 'number') params.temperature = options.temperature;
   if (request.output !== undefined) {
+    assertStrictSchema('OpenAI Responses', request.output);
     const { name, description, schema, strict } = request.output;
     params.text = {
       format: {

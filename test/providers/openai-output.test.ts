@@ -247,6 +247,65 @@ describe('OpenAI Responses', () => {
   });
 });
 
+describe('a strict schema OpenAI would reject is refused before sending, naming the path', () => {
+  const strict = (schema: Record<string, unknown>): NativeOutputRequest => ({ name: 'answer', schema, strict: true });
+  const cases = [
+    [
+      'an optional property',
+      {
+        type: 'object',
+        properties: { a: { type: 'string' }, b: { type: 'number' } },
+        required: ['a'],
+        additionalProperties: false,
+      },
+      /\$: a strict schema requires every property \(not in required: b;/,
+    ],
+    [
+      'a nested open object',
+      {
+        type: 'object',
+        properties: { rows: { type: 'array', items: { type: 'object', properties: { x: { type: 'number' } } } } },
+        required: ['rows'],
+        additionalProperties: false,
+      },
+      /\$\.properties\.rows\.items: every object of a strict schema needs additionalProperties: false/,
+    ],
+    [
+      'a root anyOf',
+      { anyOf: [{ type: 'string' }, { type: 'number' }] },
+      /\$: the root of a strict schema must be an object/,
+    ],
+  ] as const;
+  const chat = () => new OpenAIProvider({ apiKey: 'test-key', baseURL: `${server.url}/v1` });
+  const responses = () => new OpenAIResponsesProvider({ apiKey: 'test-key', baseURL: `${server.url}/v1` });
+
+  it.each(cases)('Chat Completions: %s', async (_what, schema, message) => {
+    const stream = await collectStream(
+      chat().stream(findModel('gpt-4o')!, [userMessage('Hi')], { output: strict(schema) }),
+    );
+    expect(stream.events.map((e) => e.type)).toEqual(['error']);
+    expect(stream.message).toMatchObject({ errorKind: 'bad_request', stopReason: 'error' });
+    expect(stream.message.errorMessage).toMatch(
+      /^OpenAI Chat Completions cannot take the output schema "answer" in strict mode: /,
+    );
+    expect(stream.message.errorMessage).toMatch(message);
+    expect(server.requests).toHaveLength(0);
+  });
+
+  it.each(cases)('Responses: %s', async (_what, schema, message) => {
+    const stream = await collectStream(
+      responses().stream(findModel('gpt-5.4')!, [userMessage('Hi')], { output: strict(schema) }),
+    );
+    expect(stream.events.map((e) => e.type)).toEqual(['error']);
+    expect(stream.message).toMatchObject({ errorKind: 'bad_request', stopReason: 'error' });
+    expect(stream.message.errorMessage).toMatch(
+      /^OpenAI Responses cannot take the output schema "answer" in strict mode: /,
+    );
+    expect(stream.message.errorMessage).toMatch(message);
+    expect(server.requests).toHaveLength(0);
+  });
+});
+
 describe('the model table says json_schema exactly for the OpenAI models that have Structured Outputs', () => {
   it.each([
     ['gpt-4o', 'json_schema'],
