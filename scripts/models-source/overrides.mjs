@@ -43,11 +43,18 @@ export const RULES = [
     promptCaching: 'explicit',
     budget: (m) => ({ min: 1_024, max: m.maxTokens - 1 }),
   },
-  // OpenAI: PDF file inputs on every model that takes images; parallel tool calls; strict json_schema from gpt-4o on
-  // (every chat model the snapshot lists); automatic prompt caching. Reasoning is by effort only.
+  // OpenAI: PDF and text-file inputs on every model that takes images (the Responses API's
+  // input_file; Chat Completions sends their text); parallel tool calls; strict json_schema (Structured Outputs) from
+  // gpt-4o-2024-08-06 and gpt-4o-mini on, with JSON mode only before it (gpt-4-turbo, gpt-4o-2024-05-13) and neither
+  // on the original gpt-4; automatic prompt caching. Reasoning is by effort only.
+  { match: (p, id) => p === 'openai' && id === 'gpt-4', structuredOutput: false },
+  {
+    match: (p, id) => p === 'openai' && (id === 'gpt-4-turbo' || id === 'gpt-4o-2024-05-13'),
+    structuredOutput: 'json_mode',
+  },
   {
     match: (p) => p === 'openai',
-    input: (m) => (m.input.includes('image') ? ['pdf'] : []),
+    input: (m) => (m.input.includes('image') ? ['pdf', 'file'] : []),
     tools: true,
     parallelTools: true,
     structuredOutput: 'json_schema',

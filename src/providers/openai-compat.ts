@@ -52,12 +52,28 @@ export interface OpenAICompat {
    * subdomains) and ports (`:11434`, matching a URL on that port exactly).
    */
   readonly hosts?: readonly string[] | undefined;
+  /**
+   * Which file parts the server takes in user messages (Chat Completions): `pdf` (a `file` part with `file_data`, PDF
+   * only, as OpenAI documents), `fileId` (a `file` part naming an uploaded file, PDF only) and `audio` (`input_audio`,
+   * wav or mp3). Absent: none of them. Whatever it says, a text file (`text/*`, JSON, XML, YAML…) is sent as a text part
+   * and an image file as `image_url`; a file the profile does not take ends the call with a `model_incapable` error
+   * before the request is sent.
+   */
+  readonly files?: { readonly pdf?: boolean; readonly fileId?: boolean; readonly audio?: boolean } | undefined;
+  /**
+   * The `response_format` the server takes for native structured output (`StreamRequest.output`): `json_schema` (the
+   * default when absent) or `json_object` / `false` (no schema: a request with `output` ends with a `model_incapable`
+   * error before it is sent — such a server's models must not claim `structuredOutput: 'json_schema'`).
+   */
+  readonly responseFormat?: 'json_schema' | 'json_object' | false | undefined;
 }
 
 const COMPAT_REASONING: readonly string[] = ['reasoning_content', 'reasoning'];
 
 /**
  * The built-in profiles. Each field follows the server's own documentation; docs/providers.md has the table.
+ * Native structured output (`response_format` `json_schema`) on every profile but `deepseek` (`json_object` only);
+ * PDF and uploaded-file parts on `openai`, `azure` and `openrouter`; `input_audio` on those, `vllm` and `gemini`.
  *
  * - `openai`: the API itself (`max_completion_tokens`, `reasoning_effort`, `stream_options`), and the profile of a
  *   server no other profile names (it reads `reasoning_content` and `reasoning`, which OpenAI never sends).
@@ -81,6 +97,7 @@ export const OPENAI_COMPAT = {
     // OpenAI streams no reasoning text; a server no profile names may, in either field.
     reasoningFields: COMPAT_REASONING,
     hosts: ['api.openai.com'],
+    files: { pdf: true, fileId: true, audio: true },
   },
   deepseek: {
     name: 'deepseek',
@@ -89,6 +106,8 @@ export const OPENAI_COMPAT = {
     reasoningEffort: false,
     reasoningFields: ['reasoning_content'],
     hosts: ['api.deepseek.com'],
+    // DeepSeek's JSON output is `json_object`, without a schema.
+    responseFormat: 'json_object',
   },
   openrouter: {
     name: 'openrouter',
@@ -98,6 +117,7 @@ export const OPENAI_COMPAT = {
     reasoningFields: ['reasoning', 'reasoning_content'],
     reasoningDetails: true,
     hosts: ['openrouter.ai'],
+    files: { pdf: true, audio: true },
   },
   vllm: {
     name: 'vllm',
@@ -105,6 +125,7 @@ export const OPENAI_COMPAT = {
     streamOptions: true,
     reasoningEffort: false,
     reasoningFields: ['reasoning', 'reasoning_content'],
+    files: { audio: true },
   },
   llamacpp: {
     name: 'llamacpp',
@@ -146,6 +167,7 @@ export const OPENAI_COMPAT = {
     reasoningEffort: true,
     reasoningFields: [],
     hosts: ['openai.azure.com', 'cognitiveservices.azure.com'],
+    files: { pdf: true, fileId: true, audio: true },
   },
   gemini: {
     name: 'gemini',
@@ -155,6 +177,7 @@ export const OPENAI_COMPAT = {
     reasoningFields: [],
     thoughtSignatures: true,
     hosts: ['generativelanguage.googleapis.com'],
+    files: { audio: true },
   },
 } as const satisfies Record<string, OpenAICompat>;
 

@@ -15,6 +15,7 @@ import { fromSdkStream, stallTimeouts } from './from-sdk-stream.js';
 import { findModel } from './model-table.js';
 import { buildCompletionsRequest } from './openai-completions-request.js';
 import { completionsWireMapper } from './openai-completions-wire-mapper.js';
+import { withRefusal } from './openai-request-refusal.js';
 import { detectOpenAICompat, OPENAI_COMPAT, type OpenAICompat, type OpenAICompatName } from './openai-compat.js';
 
 /** Options of {@link OpenAIProvider}. */
@@ -47,9 +48,23 @@ export interface OpenAIProviderOptions extends OpenAIClientOptions {
  * Every failure is the terminal `error` event, classified, with the content received so far. If a server returns
  * several choices (`n > 1`), only choice 0 becomes the message.
  *
- * Per-request options (`StreamOptions`): `signal`, `maxTokens`, `temperature`, `reasoningEffort` (`minimal` … `high`,
- * for reasoning models). Reasoning models' own thinking is not replayed (Chat Completions has no field for it); use
- * {@link OpenAIResponsesProvider} to keep OpenAI reasoning across turns.
+ * Per-request options (`StreamOptions`): `signal`, `maxTokens`, `temperature`, `reasoningEffort` (`none`, `minimal` …
+ * `xhigh`, for reasoning models). Reasoning models' own thinking is not replayed (Chat Completions has no field for
+ * it); use {@link OpenAIResponsesProvider} to keep OpenAI reasoning across turns.
+ *
+ * The run's settings (issue 30):
+ * - **Reasoning** (`request.reasoning`, resolved per model by the runner) becomes `reasoning_effort` on a model that
+ *   reasons and a profile that takes the field: `off` → `none`, a level as is. `options.reasoningEffort` wins when
+ *   both are given. A budget alone (`{ budgetTokens }`) has no Chat Completions field and is not sent.
+ * - **Native structured output** (`request.output`) becomes `response_format` `json_schema` (name, description,
+ *   schema, strict); the answer's text is the JSON. On a profile without it (`deepseek`: `json_object` only) the call
+ *   ends with a `model_incapable` error, unsent.
+ * - **Files**: PDFs as `file` parts (`file_data` with `filename`, or `file_id`), wav/mp3 audio as `input_audio`, text
+ *   files as text parts, image files as `image_url`, each where the profile takes it ({@link OpenAICompat.files}).
+ *   The API takes no file URL (only an image's) and no other document type: such a block, video, or an unresolved
+ *   `ref` ends the call with a `model_incapable` error naming the block, before anything is sent. Tool results are
+ *   text in this API: a tool's text file is part of its `tool` message; its images and other files follow, as OpenAI
+ *   advises, in one user message after the results ("Files returned by the tools above:").
  *
  * OpenAI-compatible servers differ in small ways (reasoning fields, `max_tokens`, usage, tool-call ids, thought
  * signatures): a compat profile ({@link OpenAICompat}) declares each server's, detected from `baseURL` or named.
@@ -84,24 +99,28 @@ export class OpenAIProvider implements Provider {
 
   /** Streams the model's answer to `messages` (see the class comment for the contract). */
   stream(model: Model, messages: readonly Message[], request: StreamRequest = {}): Observable<StreamEvent> {
-    return fromSdkStream({
-      provider: this.id,
-      model: model.id,
-      api: 'OpenAI Chat Completions',
-      timeouts: stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning),
-      ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
-      open: (signal) =>
-        this.client.chat.completions.create(
-          buildCompletionsRequest(model, messages, request, {
-            provider: this.id,
-            maxTokensField: this.maxTokensField,
-            compat: this.compat,
-          }),
-          { signal },
-        ),
-      mapper: (asm) => completionsWireMapper(asm, model, this.compat),
-      errors: { APIError, APIConnectionError, APIUserAbortError },
-    });
+    const timeouts = stallTimeouts(request.options, model.reasoning ?? findModel(model.id)?.reasoning);
+    return withRefusal(
+      this.id,
+      model.id,
+      () =>
+        buildCompletionsRequest(model, messages, request, {
+          provider: this.id,
+          maxTokensField: this.maxTokensField,
+          compat: this.compat,
+        }),
+      (params) =>
+        fromSdkStream({
+          provider: this.id,
+          model: model.id,
+          api: 'OpenAI Chat Completions',
+          timeouts,
+          ...(request.options?.signal !== undefined ? { signal: request.options.signal } : {}),
+          open: (signal) => this.client.chat.completions.create(params, { signal }),
+          mapper: (asm) => completionsWireMapper(asm, model, this.compat),
+          errors: { APIError, APIConnectionError, APIUserAbortError },
+        }),
+    );
   }
 }
 

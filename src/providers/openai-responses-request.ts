@@ -3,13 +3,16 @@
  * @module
  */
 import type OpenAI from 'openai';
-import type { ImageContent, TextContent } from '../types/content.js';
+import type { ImageContent, ToolResultContent, UserContent } from '../types/content.js';
 import { canonicalJson, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
 import type { Model } from '../types/model.js';
 import type { StreamRequest, ToolChoice } from '../types/provider.js';
 import { findModel } from './model-table.js';
 import { normalizeToolCallId } from './normalize-tool-call-id.js';
-import { noFile, transformMessages } from './transform-messages.js';
+import type { BlockPlace } from './openai-file-blocks.js';
+import { assertStrictSchema } from './openai-strict-schema.js';
+import { responsesFilePart } from './openai-responses-files.js';
+import { transformMessages } from './transform-messages.js';
 
 type Params = OpenAI.Responses.ResponseCreateParamsStreaming;
 type InputItem = OpenAI.Responses.ResponseInputItem;
@@ -47,7 +50,14 @@ export interface ResponsesRequestSettings {
  *
  * - For reasoning models (`model.reasoning`, or the model table) the body asks for `reasoning.encrypted_content` and a
  *   reasoning summary (`options.reasoningSummary`, `auto` by default; `none` leaves it out), with
- *   `options.reasoningEffort`.
+ *   `reasoning.effort`: `options.reasoningEffort` when given, else from `request.reasoning` (`off` → `none`, a level
+ *   as is; a budget alone has no Responses field and is not sent).
+ * - `request.output` (native structured output) becomes `text.format`: `{ type: 'json_schema', name, description,
+ *   schema, strict }`; a strict schema OpenAI would reject throws an `OpenAIRequestRefusal` (`bad_request`, naming
+ *   the path: `strictSchemaProblem`).
+ * - Files become `input_file` / `input_image` parts, in user messages and in tool results alike
+ *   ({@link responsesFilePart}); audio, video or an unresolved `ref` throws an `OpenAIRequestRefusal` naming the
+ *   block (the provider ends the call `model_incapable`, unsent).
  * - Reasoning items of the receiving model are replayed from their thinking blocks' signatures, and then the items
  *   that followed them keep their ids (`msg_…` from a text block's `signature`, `fc_…` from the tool-call id
  *   `call_…|fc_…`), as the API pairs them by id. Without a replayable reasoning item the ids are left out, which the
@@ -84,12 +94,29 @@ export function buildResponsesRequest(
   }
   if (typeof options.maxTokens === 'number') params.max_output_tokens = options.maxTokens;
   if (typeof options.temperature === 'number') params.temperature = options.temperature;
+  if (request.output !== undefined) {
+    assertStrictSchema('OpenAI Responses', request.output);
+    const { name, description, schema, strict } = request.output;
+    params.text = {
+      format: {
+        type: 'json_schema',
+        name,
+        ...(description !== undefined ? { description } : {}),
+        schema: { ...schema },
+        strict,
+      },
+    };
+  }
   if (reasoning) {
     const summary = options.reasoningSummary ?? 'auto';
+    const effort =
+      typeof options.reasoningEffort === 'string'
+        ? (options.reasoningEffort as NonNullable<OpenAI.Reasoning['effort']>)
+        : request.reasoning?.off === true
+          ? 'none'
+          : request.reasoning?.effort;
     params.reasoning = {
-      ...(typeof options.reasoningEffort === 'string'
-        ? { effort: options.reasoningEffort as NonNullable<OpenAI.Reasoning['effort']> }
-        : {}),
+      ...(effort !== undefined ? { effort } : {}),
       ...(summary !== 'none' ? { summary: summary as NonNullable<OpenAI.Reasoning['summary']> } : {}),
     };
     params.include = ['reasoning.encrypted_content'];
@@ -109,26 +136,27 @@ function convertMessages(model: Model, messages: readonly Message[], provider: s
     },
   });
   const input: InputItem[] = [];
-  for (const message of transcript) {
+  transcript.forEach((message, index) => {
     if (message.role === 'user') {
       input.push({
         role: 'user',
         content:
           typeof message.content === 'string'
             ? message.content
-            : message.content
-                .map(noFile)
-                .map((block) =>
-                  block.type === 'text' ? { type: 'input_text' as const, text: block.text } : inputImage(block),
-                ),
+            : message.content.map((block, b) => inputPart(block, { message: index, role: 'user', block: b })),
       });
     } else if (message.role === 'toolResult') {
-      input.push(functionCallOutput(message));
+      input.push(functionCallOutput(message, index));
     } else {
       input.push(...assistantItems(message));
     }
-  }
+  });
   return input;
+}
+
+function inputPart(block: UserContent | ToolResultContent, at: BlockPlace): OpenAI.Responses.ResponseInputContent {
+  if (block.type === 'text') return { type: 'input_text', text: block.text };
+  return block.type === 'image' ? inputImage(block) : responsesFilePart(block, at);
 }
 
 function assistantItems(message: AssistantMessage): InputItem[] {
@@ -210,19 +238,23 @@ function parseReasoning(signature: string | undefined): ReasoningItem | undefine
   };
 }
 
-function functionCallOutput(message: ToolResultMessage): InputItem {
+function functionCallOutput(message: ToolResultMessage, index: number): InputItem {
   const callId = message.toolCallId.split('|')[0]!;
-  const hasImage = message.content.some((block) => block.type === 'image');
+  const textOnly = message.content.every((block) => block.type === 'text');
   return {
     type: 'function_call_output',
     call_id: callId,
-    output: hasImage
-      ? message.content
-          .map(noFile)
-          .map((block) =>
-            block.type === 'text' ? { type: 'input_text' as const, text: block.text } : inputImage(block),
-          )
-      : message.content.map((block) => (noFile(block) as TextContent).text).join('\n'),
+    // A result with images or files is a list of parts (the API takes input_text, input_image and input_file there).
+    output: textOnly
+      ? message.content.map((block) => (block.type === 'text' ? block.text : '')).join('\n')
+      : message.content.map(
+          (block, b) =>
+            inputPart(block, {
+              message: index,
+              role: 'toolResult',
+              block: b,
+            }) as OpenAI.Responses.ResponseFunctionCallOutputItem,
+        ),
   };
 }
 
