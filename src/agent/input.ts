@@ -38,7 +38,7 @@ export function checkMessage(value: unknown, where: string): Message {
     case 'user':
       if (typeof message.content === 'string') break;
       if (!Array.isArray(message.content)) fail('a user message needs `content`: a string or an array of blocks');
-      for (const block of message.content as unknown[]) checkBlock(block, ['text', 'image'], fail);
+      for (const block of message.content as unknown[]) checkBlock(block, ['text', 'image', 'file'], fail);
       break;
     case 'assistant':
       if (!Array.isArray(message.content)) fail('an assistant message needs a `content` array');
@@ -54,7 +54,7 @@ export function checkMessage(value: unknown, where: string): Message {
         fail('a tool result needs `toolCallId` and `toolName`');
       }
       if (!Array.isArray(message.content)) fail('a tool result needs a `content` array');
-      for (const block of message.content as unknown[]) checkBlock(block, ['text', 'image'], fail);
+      for (const block of message.content as unknown[]) checkBlock(block, ['text', 'image', 'file'], fail);
       if (typeof message.isError !== 'boolean') fail('a tool result needs a boolean `isError`');
       break;
     default:
@@ -73,6 +73,7 @@ function checkBlock(block: unknown, allowed: readonly string[], fail: (what: str
     text: ['text'],
     thinking: ['thinking'],
     image: ['data', 'mimeType'],
+    file: ['mimeType'],
     toolCall: ['id', 'name'],
   };
   for (const field of fields[type] ?? []) {

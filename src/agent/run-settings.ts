@@ -3,6 +3,7 @@
  * @module
  */
 import { isList } from '../types/is-list.js';
+import type { BlobStore } from '../types/blob.js';
 import type { Message } from '../types/messages.js';
 import type { Model, ReasoningSetting } from '../types/model.js';
 import type { OutputSpec } from '../types/output.js';
@@ -41,6 +42,11 @@ export interface RunSettings {
   readonly output?: OutputSpec | undefined;
   /** How many times a run asks again after an answer that is not a value of `output` (default 2). */
   readonly outputRetries?: number | undefined;
+  /**
+   * Where file blocks stored by reference (`ref`) are read before each model request (docs/files-storage.md). An
+   * `Agent` defaults to its checkpointer's `blobs`. A `ref` it cannot resolve fails the run with `BlobMissingError`.
+   */
+  readonly blobs?: BlobStore | undefined;
 }
 
 /** Throws through `fail` for the first invalid setting. */
