@@ -83,6 +83,10 @@ export function validateRunSettings(
     if (value !== undefined && !(typeof value === 'number' && value > 0))
       fail(`\`${key}\` must be a positive number of milliseconds`);
   }
+  if (settings.blobs !== undefined) {
+    const blobs = settings.blobs as Partial<Record<'put' | 'get' | 'delete', unknown>> | null;
+    if (typeof blobs?.get !== 'function') fail('`blobs` must be a BlobStore (put, get, delete)');
+  }
   for (const key of ['firstEventTimeoutMs', 'idleTimeoutMs'] as const) {
     const value = settings.streamOptions?.[key];
     if (value !== undefined && !(typeof value === 'number' && value > 0))
