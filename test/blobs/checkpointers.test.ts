@@ -6,6 +6,7 @@ import {
   Agent,
   BlobMissingError,
   CheckpointError,
+  ThreadConflictError,
   ThreadHasForksError,
   type BlobRef,
   type BlobStore,
@@ -128,6 +129,41 @@ describe.each(backends)('$name with its blob store', (backend) => {
       const loaded = await store.checkpointer.load('t');
       expect(loaded!.seq).toBe(1);
       expect((await store.rawBodies('t'))?.length ?? 1).toBe(1);
+    } finally {
+      await store.dispose();
+    }
+  });
+
+  it('an append with a file that loses its expectedSeq race writes nothing: no row, no blob', async () => {
+    const store = await backend.open();
+    try {
+      const pdf = fakePdf(12_000, 8);
+      await store.checkpointer.append('t', [user('one'), user('two')]);
+      await expect(store.checkpointer.append('t', [pdfMessage(pdf, 'late')], { expectedSeq: 1 })).rejects.toThrow(
+        ThreadConflictError,
+      );
+      expect((await store.checkpointer.load('t'))!.seq).toBe(2);
+      expect(await store.checkpointer.blobs!.get(pdf.ref)).toBeUndefined();
+    } finally {
+      await store.dispose();
+    }
+  });
+
+  it('appends of a file racing the deletion of the only other thread holding it never leave a dangling ref', async () => {
+    const store = await backend.open();
+    try {
+      const { checkpointer } = store;
+      for (let round = 0; round < 8; round++) {
+        const pdf = fakePdf(20_000, 100 + round);
+        await checkpointer.append(`old-${round}`, [pdfMessage(pdf, 'old')]);
+        await Promise.all([
+          checkpointer.deleteThread(`old-${round}`),
+          checkpointer.append(`new-${round}`, [pdfMessage(pdf, 'new')]),
+        ]);
+        const [file] = fileBlocks((await checkpointer.load(`new-${round}`))!.messages);
+        expect(file!.ref).toBe(pdf.ref);
+        expect(await checkpointer.blobs!.get(pdf.ref), `round ${round}`).toBeDefined();
+      }
     } finally {
       await store.dispose();
     }
