@@ -19,20 +19,44 @@ const CACHE_BYTES = 64 * 1024 * 1024;
  */
 export class BlobResolver {
   readonly #store: BlobStore | undefined;
-  readonly #data = new Map<BlobRef, string>();
+  // Made at the first ref (most runs never see one).
+  #data: Map<BlobRef, string> | undefined;
   #cachedBytes = 0;
-  readonly #resolved = new WeakMap<Message, Message>();
+  #resolved: WeakMap<Message, Message> | undefined;
+  // The run's transcript only grows and its messages never change: what was scanned of it stays scanned, so a turn
+  // looks only at the messages added since the previous one (no O(history) scan per turn).
+  #transcript: readonly Message[] | undefined;
+  #scanned = 0;
+  readonly #withRefs: number[] = [];
 
-  constructor(store: BlobStore | undefined) {
+  /** A resolver reading from `store` (`undefined`: a `ref` fails with `BlobMissingError`, reason `no_store`). */
+  constructor(store: BlobStore | undefined, transcript?: readonly Message[]) {
     this.#store = store;
+    this.#transcript = transcript;
   }
 
-  /** `messages` with every `ref` replaced by `data`; rejects with `BlobMissingError` naming the first block it cannot. */
-  async resolve(messages: readonly Message[]): Promise<readonly Message[]> {
+  /** The indexes of `messages` holding a `ref` (incrementally for the run's own transcript). */
+  refsIn(messages: readonly Message[]): readonly number[] {
+    if (messages !== this.#transcript) {
+      const found: number[] = [];
+      for (let i = 0; i < messages.length; i++) if (holdsRef(messages[i]!)) found.push(i);
+      return found;
+    }
+    for (; this.#scanned < messages.length; this.#scanned++) {
+      if (holdsRef(messages[this.#scanned]!)) this.#withRefs.push(this.#scanned);
+    }
+    return this.#withRefs;
+  }
+
+  /**
+   * `messages` with every `ref` (at `indexes`, from {@link refsIn}) replaced by `data`; rejects with
+   * `BlobMissingError` naming the first block it cannot resolve.
+   */
+  async resolve(messages: readonly Message[], indexes: readonly number[]): Promise<readonly Message[]> {
     const out = messages.slice();
-    for (let index = 0; index < out.length; index++) {
+    this.#resolved ??= new WeakMap();
+    for (const index of indexes) {
       const message = out[index]!;
-      if (!holdsRef(message)) continue;
       const known = this.#resolved.get(message);
       if (known !== undefined) {
         out[index] = known;
@@ -53,6 +77,7 @@ export class BlobResolver {
   }
 
   async #fetch(ref: BlobRef, messageIndex: number, blockIndex: number): Promise<string> {
+    this.#data ??= new Map();
     const cached = this.#data.get(ref);
     if (cached !== undefined) {
       // Most recently used last.
@@ -80,13 +105,10 @@ export class BlobResolver {
  * (fetched through the run's `BlobResolver`). The same array when none holds a `ref` (no wait, nothing allocated). A
  * missing blob throws `BlobMissingError`, which fails the run before anything is sent.
  */
-export function* resolveBlobs(
-  resolver: BlobResolver | undefined,
-  messages: readonly Message[],
-): Op<readonly Message[]> {
-  if (!messages.some(holdsRef)) return messages;
-  const resolving = (resolver ?? new BlobResolver(undefined)).resolve(messages);
-  return (yield wait(resolving, messages)) as readonly Message[];
+export function* resolveBlobs(resolver: BlobResolver, messages: readonly Message[]): Op<readonly Message[]> {
+  const indexes = resolver.refsIn(messages);
+  if (indexes.length === 0) return messages;
+  return (yield wait(resolver.resolve(messages, indexes), messages)) as readonly Message[];
 }
 
 function holdsRef(message: Message): boolean {

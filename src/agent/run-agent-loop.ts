@@ -256,7 +256,7 @@ function startLoop(
     reasoning: options.reasoning,
     output: options.output,
     outputRetries: options.outputRetries ?? 2,
-    blobs: options.blobs === undefined ? undefined : new BlobResolver(options.blobs),
+    blobs: undefined as unknown as BlobResolver,
     threadId: options.threadId,
     state: options.state ?? stateFromStored(options.extra ?? {}, undefined),
     patchCount: 0,
@@ -274,6 +274,7 @@ function startLoop(
     turn: undefined,
   };
   (run as { sink: HookSink }).sink = runSink(run);
+  (run as { blobs: BlobResolver }).blobs = new BlobResolver(options.blobs, run.transcript);
 
   let finished = false;
   // What the run holds outside itself, released when it ends (a consumer that is not an Observable's subscriber

@@ -115,8 +115,8 @@ export interface RunState {
   readonly output: OutputSpec | undefined;
   /** How many times the run asks again after an invalid answer. */
   readonly outputRetries: number;
-  /** Resolves file blocks stored by reference before each request (`undefined`: the run has no blob store). */
-  readonly blobs: BlobResolver | undefined;
+  /** Resolves file blocks stored by reference before each request (through the run's blob store, if any). */
+  readonly blobs: BlobResolver;
   readonly threadId: string | undefined;
   /** The run state: replaced (never changed) by each applied patch. */
   state: HookState;
