@@ -121,7 +121,15 @@ export class MemoryCheckpointer implements Checkpointer {
             const stored = await external.put(bytes);
             if (stored !== ref) throw new Error(`The blob store stored ${ref} as ${String(stored)}`);
           }
-          return this.#write(threadId, batch, expected);
+          try {
+            return this.#write(threadId, batch, expected);
+          } catch (error) {
+            // Nothing written (a conflict, a message that cannot be stored): take back the blobs nothing refers to.
+            for (const ref of batch.blobs.keys()) {
+              if (!this.#refCounts.has(ref)) await external.delete(ref).catch(() => undefined);
+            }
+            throw error;
+          }
         });
       }
       return this.#write(threadId, { messages, blobs: new Map(), refs: new Map() }, expected);

@@ -381,7 +381,21 @@ export class PostgresCheckpointer implements Checkpointer {
         const stored = await external.put(bytes);
         if (stored !== ref) throw new Error(`The blob store stored ${ref} as ${String(stored)}`);
       }
-      return write();
+      try {
+        return await write();
+      } catch (error) {
+        // Rolled back (a conflict, a refused row): take back the blobs nothing refers to. A write whose outcome is
+        // unknown (its connection lost at the commit) may have landed: those blobs stay.
+        if (error instanceof ThreadConflictError || error instanceof pg.DatabaseError) {
+          try {
+            const unreferenced = await this.#query(this.#pool, this.#sql.unreferenced, [[...batch.blobs.keys()]]);
+            for (const [ref] of unreferenced.rows) await external.delete(ref as BlobRef);
+          } catch {
+            // The append's own error is the one to report; an unreferenced blob left behind is harmless.
+          }
+        }
+        throw error;
+      }
     });
   }
 

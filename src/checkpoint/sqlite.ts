@@ -427,7 +427,16 @@ export class SQLiteCheckpointer implements Checkpointer {
         const stored = await external.put(bytes);
         if (stored !== ref) throw new Error(`The blob store stored ${ref} as ${String(stored)}`);
       }
-      return retryWhileBusy(write, retry);
+      try {
+        return await retryWhileBusy(write, retry);
+      } catch (error) {
+        // Nothing written (a conflict, a locked file): take back the blobs nothing refers to.
+        // (A failed clean-up leaves an unreferenced blob, harmless; the append's own error is the one reported.)
+        for (const ref of batch.blobs.keys()) {
+          if (this.#isReferenced.get(ref) === undefined) await external.delete(ref).catch(() => undefined);
+        }
+        throw error;
+      }
     });
   }
 

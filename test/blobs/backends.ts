@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import type pg from 'pg';
 import { MemoryCheckpointer, type BlobOptions, type Checkpointer } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
+import { FileSystemBlobStore } from 'cubepi/blobs/filesystem';
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
 import { dropSchema, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 
@@ -41,12 +42,20 @@ export const memoryBackend: Backend = {
   },
 };
 
-export const sqliteBackend: Backend = {
-  name: 'SQLiteCheckpointer',
-  async open(options) {
+export const sqliteBackend: Backend = sqlite('SQLiteCheckpointer', false);
+/** The SQLite checkpointer with a blob store of the caller's: a directory (blobs written outside the transaction). */
+export const sqliteFilesBackend: Backend = sqlite('SQLiteCheckpointer + FileSystemBlobStore', true);
+
+function sqlite(name: string, inDirectory: boolean): Backend {
+  return { name, open: (options) => openSqlite(options, inDirectory) };
+}
+
+async function openSqlite(options: BlobOptions | undefined, inDirectory: boolean): Promise<BackendStore> {
+  {
     const dir = mkdtempSync(join(tmpdir(), 'cubepi-blob-threads-'));
     const file = join(dir, 'threads.db');
-    const checkpointer = new SQLiteCheckpointer(file, options);
+    const blobs = options?.blobs ?? (inDirectory ? new FileSystemBlobStore(join(dir, 'blobs')) : undefined);
+    const checkpointer = new SQLiteCheckpointer(file, { ...options, ...(blobs === undefined ? {} : { blobs }) });
     const raw = new Database(file);
     return {
       checkpointer,
@@ -55,7 +64,8 @@ export const sqliteBackend: Backend = {
           .prepare('SELECT body FROM cubepi_messages WHERE thread_id = ? ORDER BY seq')
           .pluck()
           .all(threadId) as string[],
-      blobRows: async () => raw.prepare('SELECT count(*) FROM cubepi_blobs').pluck().get() as number,
+      blobRows: async () =>
+        inDirectory ? undefined : (raw.prepare('SELECT count(*) FROM cubepi_blobs').pluck().get() as number),
       exec: async (sql) => void raw.exec(sql),
       location: ['sqlite', file],
       dispose: async () => {
@@ -64,8 +74,8 @@ export const sqliteBackend: Backend = {
         rmSync(dir, { recursive: true, force: true });
       },
     };
-  },
-};
+  }
+}
 
 export function postgresBackend(admin: () => pg.Pool): Backend {
   return {
