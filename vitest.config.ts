@@ -15,6 +15,7 @@ export default defineConfig({
       { find: /^cubepi\/providers\/kit$/, replacement: here('./src/providers/kit.ts') },
       { find: /^cubepi\/checkpoint\/sqlite$/, replacement: here('./src/checkpoint/sqlite.ts') },
       { find: /^cubepi\/checkpoint\/postgres$/, replacement: here('./src/checkpoint/postgres.ts') },
+      { find: /^cubepi\/blobs\/filesystem$/, replacement: here('./src/checkpoint/filesystem-blob-store.ts') },
       { find: /^cubepi\/tracing\/jsonl$/, replacement: here('./src/tracing/jsonl.ts') },
       { find: /^cubepi\/tracing$/, replacement: here('./src/tracing/index.ts') },
       { find: /^cubepi\/mcp$/, replacement: here('./src/mcp/index.ts') },

@@ -187,6 +187,7 @@ export {
 export { usageOf } from './types/usage-of.js';
 export {
   AgentBusyError,
+  BlobMissingError,
   ConfigurationError,
   CubepiError,
   errorMessageOf,
@@ -218,7 +219,10 @@ export type {
   ListThreadsOptions,
   ThreadInfo,
 } from './checkpoint/checkpointer.js';
-export { MemoryCheckpointer } from './checkpoint/memory.js';
+export { MemoryCheckpointer, type MemoryCheckpointerOptions } from './checkpoint/memory.js';
+// Files stored by reference (docs/files-storage.md): the in-memory blob store, the options every checkpointer takes.
+export { MemoryBlobStore } from './checkpoint/memory-blob-store.js';
+export { DEFAULT_BLOB_THRESHOLD, type BlobOptions } from './checkpoint/offload-files.js';
 export { checkThreadId, MAX_THREAD_ID_LENGTH } from './checkpoint/check-arguments.js';
 export {
   CheckpointCorruptionError,

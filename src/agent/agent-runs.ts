@@ -325,6 +325,7 @@ export class AgentRuns {
       reasoning: options?.reasoning ?? agentOptions.reasoning,
       output: options?.output ?? agentOptions.output,
       outputRetries: options?.outputRetries ?? agentOptions.outputRetries,
+      blobs: agentOptions.blobs ?? agentOptions.checkpointer?.blobs,
       threadId: this.agent.session?.threadId ?? agentOptions.threadId,
       deadlineMs: options?.deadlineMs ?? agentOptions.deadlineMs,
       parent: options?.parent,

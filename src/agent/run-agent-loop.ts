@@ -3,6 +3,7 @@
  * @module
  */
 import { isPrincipal, type Principal } from '../types/principal.js';
+import { BlobResolver } from './resolve-blobs.js';
 import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import type { HookSink } from '../middleware/hook-sink.js';
@@ -255,6 +256,7 @@ function startLoop(
     reasoning: options.reasoning,
     output: options.output,
     outputRetries: options.outputRetries ?? 2,
+    blobs: undefined as unknown as BlobResolver,
     threadId: options.threadId,
     state: options.state ?? stateFromStored(options.extra ?? {}, undefined),
     patchCount: 0,
@@ -272,6 +274,7 @@ function startLoop(
     turn: undefined,
   };
   (run as { sink: HookSink }).sink = runSink(run);
+  (run as { blobs: BlobResolver }).blobs = new BlobResolver(options.blobs, run.transcript);
 
   let finished = false;
   // What the run holds outside itself, released when it ends (a consumer that is not an Observable's subscriber

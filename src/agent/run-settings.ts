@@ -4,6 +4,7 @@
  */
 import { reasoningSettingProblem } from '../providers/reasoning.js';
 import { isList } from '../types/is-list.js';
+import type { BlobStore } from '../types/blob.js';
 import type { Message } from '../types/messages.js';
 import type { Model, ReasoningSetting } from '../types/model.js';
 import type { OutputSpec } from '../types/output.js';
@@ -42,6 +43,11 @@ export interface RunSettings {
   readonly output?: OutputSpec | undefined;
   /** How many times a run asks again after an answer that is not a value of `output` (default 2). */
   readonly outputRetries?: number | undefined;
+  /**
+   * Where file blocks stored by reference (`ref`) are read before each model request (docs/files-storage.md). An
+   * `Agent` defaults to its checkpointer's `blobs`. A `ref` it cannot resolve fails the run with `BlobMissingError`.
+   */
+  readonly blobs?: BlobStore | undefined;
 }
 
 /** Throws through `fail` for the first invalid setting. */
@@ -77,6 +83,10 @@ export function validateRunSettings(
     const value = settings[key];
     if (value !== undefined && !(typeof value === 'number' && value > 0))
       fail(`\`${key}\` must be a positive number of milliseconds`);
+  }
+  if (settings.blobs !== undefined) {
+    const blobs = settings.blobs as Partial<Record<'put' | 'get' | 'delete', unknown>> | null;
+    if (typeof blobs?.get !== 'function') fail('`blobs` must be a BlobStore (put, get, delete)');
   }
   for (const key of ['firstEventTimeoutMs', 'idleTimeoutMs'] as const) {
     const value = settings.streamOptions?.[key];

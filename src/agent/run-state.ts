@@ -3,6 +3,7 @@
  * @module
  */
 import { checkAnswer, type HookAnswers } from '../middleware/check-answer.js';
+import type { BlobResolver } from './resolve-blobs.js';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import { hashInput } from '../middleware/hash-input.js';
 import type { HookContext } from '../middleware/hook-context.js';
@@ -114,6 +115,8 @@ export interface RunState {
   readonly output: OutputSpec | undefined;
   /** How many times the run asks again after an invalid answer. */
   readonly outputRetries: number;
+  /** Resolves file blocks stored by reference before each request (through the run's blob store, if any). */
+  readonly blobs: BlobResolver;
   readonly threadId: string | undefined;
   /** The run state: replaced (never changed) by each applied patch. */
   state: HookState;

@@ -2,7 +2,8 @@
  * A model call a middleware makes of its own (a compaction's summary), through the run's wrappers.
  * @module
  */
-import { defer, tap, type Observable } from 'rxjs';
+import { defer, from, switchMap, tap, type Observable } from 'rxjs';
+import type { BlobResolver } from './resolve-blobs.js';
 import type { ComposedModelCall } from '../middleware/compose-wrappers.js';
 import type { HookContext } from '../middleware/hook-context.js';
 import type { SideModelRequest } from '../middleware/hook-sink.js';
@@ -25,6 +26,8 @@ export interface SideCallRun {
   readonly signal: AbortSignal;
   readonly wrapModelCall: ComposedModelCall | undefined;
   readonly emit: (event: AgentEvent) => void;
+  /** Resolves file blocks stored by reference before the call (a run's own resolver: providers never see a `ref`). */
+  readonly blobs?: BlobResolver | undefined;
 }
 
 /**
@@ -85,7 +88,15 @@ export function sideModelCall(
           }),
         );
       });
-    if (run.wrapModelCall === undefined) return send(request);
-    return run.wrapModelCall(request, { ...context(), invocationId, purpose }, send);
+    const call = (resolved: ModelRequest) =>
+      run.wrapModelCall === undefined
+        ? send(resolved)
+        : run.wrapModelCall(resolved, { ...context(), invocationId, purpose }, send);
+    // Messages from the stored transcript may hold refs: their bytes first (a BlobMissingError errors the call).
+    const refs = run.blobs?.refsIn(request.messages) ?? [];
+    if (refs.length === 0) return call(request);
+    return from(run.blobs!.resolve(request.messages, refs)).pipe(
+      switchMap((messages) => call({ ...request, messages })),
+    );
   });
 }

@@ -16,6 +16,7 @@ import { wait, type Op } from './drive.js';
 import { addMessage, callHook, newTurn, turnContext, type RunState } from './run-state.js';
 import { useTools } from './use-tools.js';
 import { streamResponse } from './stream-response.js';
+import { resolveBlobs } from './resolve-blobs.js';
 import { answerUnexecuted, runToolBatch } from './tool-batch.js';
 import { endTurn } from './close-run.js';
 
@@ -59,6 +60,8 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
     systemPrompt = yield* callHook(run, 'transformSystemPrompt', input, () => transform(input, ctx), input);
   }
 
+  // Files stored by reference get their bytes back: providers never see a `ref`.
+  context = yield* resolveBlobs(run.blobs, context);
   const response = yield* streamResponse(run, state, context, systemPrompt);
   if (run.spend !== undefined) run.spend(response.usage);
   if (isRecordOnly(response)) {

@@ -2,6 +2,7 @@
  * The `Checkpointer` contract: durable, append-only storage of conversation threads. See `docs/checkpointing.md`.
  * @module
  */
+import type { BlobStore } from '../types/blob.js';
 import type { Message } from '../types/messages.js';
 
 /**
@@ -125,6 +126,13 @@ export interface ForkResult {
  * ({ seq } = await checkpointer.append('user-42', [userMessage('hi')], { expectedSeq: seq }));
  */
 export interface Checkpointer {
+  /**
+   * Where the checkpointer keeps file bytes stored by reference: a file block loaded from it may hold a `ref` instead
+   * of `data`, and this is the store that resolves it (an `Agent` reads its blobs here unless given `blobs` of its
+   * own). Absent for a backend that stores every file inline. See `docs/files-storage.md`.
+   */
+  readonly blobs?: BlobStore | undefined;
+
   /** The thread's messages, `extra` and `seq`, or `null` if the thread was never written (or was deleted). */
   load(threadId: string): Promise<CheckpointData | null>;
 

@@ -24,6 +24,14 @@ import {
 } from './check-arguments.js';
 import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
 import { toCheckpointError } from '../types/to-checkpoint-error.js';
+import type { BlobStore } from '../types/blob.js';
+import type { BlobRef } from '../types/content.js';
+import { MemoryBlobStore } from './memory-blob-store.js';
+import { checkBlobThreshold, hasFiles, offloadFiles, type BlobOptions, type OffloadedBatch } from './offload-files.js';
+import { SerialQueue } from './serial-queue.js';
+
+/** Options of {@link MemoryCheckpointer}. */
+export type MemoryCheckpointerOptions = BlobOptions;
 
 interface StoredThread {
   /** Creation order: 1, 2, … never reused (the list cursor). */
@@ -39,6 +47,8 @@ interface StoredThread {
   extra: string;
   /** The owner's `Principal.id`; `null` for a thread written without one. */
   readonly owner: string | null;
+  /** Every blob its messages (own and inherited) refer to, with the seq of the first message holding it. */
+  readonly refs: Map<BlobRef, number>;
   readonly createdAt: number;
   updatedAt: number;
 }
@@ -53,12 +63,33 @@ interface StoredThread {
  * see the same `expectedSeq` conflicts as with a database. A fork holds a reference to its parent and the cut-off,
  * never a copy of the parent's messages.
  *
+ * Files: a file block whose `data` is `blobThreshold` bytes or more (default 4 KiB) is stored by reference in `blobs`
+ * (by default a `MemoryBlobStore` of its own), once whatever the number of messages or threads holding it; `load`
+ * returns the block with `ref` and `size` instead of `data` (an `Agent` resolves it before each request).
+ * `deleteThread` deletes the blobs no other thread refers to (a fork refers to its parent's). See
+ * `docs/files-storage.md`.
+ *
  * @example
  * const agent = new Agent({ provider, model, checkpointer: new MemoryCheckpointer(), threadId: 'demo' });
  */
 export class MemoryCheckpointer implements Checkpointer {
   readonly #threads = new Map<string, StoredThread>();
   #lastOrder = 0;
+  /** The store file bytes go to; `undefined` with `blobs: false`. */
+  readonly blobs: BlobStore | undefined;
+  readonly #ownBlobs: MemoryBlobStore | undefined;
+  readonly #threshold: number;
+  /** How many threads refer to each blob. */
+  readonly #refCounts = new Map<BlobRef, number>();
+  /** Writes and deletions of blobs in a store of the caller's, one at a time (they cannot share a write with rows). */
+  readonly #blobQueue = new SerialQueue();
+
+  /** Throws `ConfigurationError` for a bad `blobThreshold` or a `blobs` that is not a `BlobStore`. */
+  constructor(options: MemoryCheckpointerOptions = {}) {
+    this.#threshold = checkBlobThreshold(options);
+    this.#ownBlobs = options.blobs === undefined ? new MemoryBlobStore() : undefined;
+    this.blobs = options.blobs === false ? undefined : (options.blobs ?? this.#ownBlobs);
+  }
 
   /** {@inheritDoc Checkpointer.load} */
   async load(threadId: string): Promise<CheckpointData | null> {
@@ -79,13 +110,46 @@ export class MemoryCheckpointer implements Checkpointer {
     try {
       checkThreadId(threadId);
       const expected = checkExpectedSeq(options);
+      if (this.blobs !== undefined && hasFiles(messages)) {
+        const batch = await offloadFiles(messages, this.#threshold);
+        if (this.#ownBlobs !== undefined) return this.#write(threadId, batch, expected);
+        const external = this.blobs;
+        // The caller's store first (a failed put writes no row), then the rows; one at a time with deletions, so a
+        // deletion cannot remove a blob between its put and the row that refers to it.
+        return await this.#blobQueue.run(async () => {
+          for (const [ref, bytes] of batch.blobs) {
+            const stored = await external.put(bytes);
+            if (stored !== ref) throw new Error(`The blob store stored ${ref} as ${String(stored)}`);
+          }
+          try {
+            return this.#write(threadId, batch, expected);
+          } catch (error) {
+            // Nothing written (a conflict, a message that cannot be stored): take back the blobs nothing refers to.
+            for (const ref of batch.blobs.keys()) {
+              if (!this.#refCounts.has(ref)) await external.delete(ref).catch(() => undefined);
+            }
+            throw error;
+          }
+        });
+      }
+      return this.#write(threadId, { messages, blobs: new Map(), refs: new Map() }, expected);
+    } catch (error) {
+      throw toCheckpointError(error, 'append', threadId);
+    }
+  }
+
+  /** The synchronous part of an append: the check, the blobs of its own store, the rows and the references. */
+  #write(threadId: string, batch: OffloadedBatch, expected: number | undefined): AppendResult {
+    try {
       // Serialise the whole batch first: a message that cannot be stored leaves the thread as it was.
-      const rows = encodeMessages(threadId, messages);
+      const rows = encodeMessages(threadId, batch.messages);
       const thread = this.#threads.get(threadId);
       const actual = thread === undefined ? 0 : seqOf(thread);
       if (expected !== undefined && expected !== actual) throw new ThreadConflictError(threadId, expected, actual);
       if (rows.length === 0) return { seq: actual };
       const stored = thread ?? this.#create(threadId);
+      if (this.#ownBlobs !== undefined) for (const [ref, bytes] of batch.blobs) this.#ownBlobs.putSync(ref, bytes);
+      for (const [ref, index] of batch.refs) this.#addRef(stored, ref, actual + index);
       for (const row of rows) stored.rows.push(row);
       stored.updatedAt = Date.now();
       return { seq: seqOf(stored) };
@@ -118,7 +182,9 @@ export class MemoryCheckpointer implements Checkpointer {
       if (atSeq > seq) throw atSeqOutOfRange(threadId, atSeq, seq);
       const taken = this.#threads.get(newThreadId);
       if (taken !== undefined) throw forkTargetExists(newThreadId, seqOf(taken));
-      this.#create(newThreadId, { threadId, thread: parent, atSeq }, parent.extra, parent.owner);
+      const fork = this.#create(newThreadId, { threadId, thread: parent, atSeq }, parent.extra, parent.owner);
+      // The fork refers to the blobs of the messages it shares: deleting the parent's last other holder keeps them.
+      for (const [ref, seq] of parent.refs) if (seq < atSeq) this.#addRef(fork, ref, seq);
       parent.forks.add(newThreadId);
       return { threadId: newThreadId, seq: atSeq };
     } catch (error) {
@@ -184,9 +250,34 @@ export class MemoryCheckpointer implements Checkpointer {
       if (thread.forks.size > 0) throw new ThreadHasForksError(threadId, [...thread.forks]);
       thread.parent?.thread.forks.delete(threadId);
       this.#threads.delete(threadId);
+      const unreferenced: BlobRef[] = [];
+      for (const ref of thread.refs.keys()) {
+        const count = this.#refCounts.get(ref)! - 1;
+        if (count > 0) this.#refCounts.set(ref, count);
+        else {
+          this.#refCounts.delete(ref);
+          unreferenced.push(ref);
+        }
+      }
+      if (unreferenced.length === 0) return;
+      if (this.#ownBlobs !== undefined) {
+        for (const ref of unreferenced) this.#ownBlobs.deleteSync(ref);
+        return;
+      }
+      // The thread is gone already; a failed deletion leaves an unreferenced blob behind, never a dangling ref.
+      const external = this.blobs!;
+      await this.#blobQueue.run(async () => {
+        for (const ref of unreferenced) if (!this.#refCounts.has(ref)) await external.delete(ref);
+      });
     } catch (error) {
       throw toCheckpointError(error, 'deleteThread', threadId);
     }
+  }
+
+  #addRef(thread: StoredThread, ref: BlobRef, seq: number): void {
+    if (thread.refs.has(ref)) return;
+    thread.refs.set(ref, seq);
+    this.#refCounts.set(ref, (this.#refCounts.get(ref) ?? 0) + 1);
   }
 
   #create(threadId: string, parent?: StoredThread['parent'], extra = '{}', owner: string | null = null): StoredThread {
@@ -199,6 +290,7 @@ export class MemoryCheckpointer implements Checkpointer {
       base: parent?.atSeq ?? 0,
       extra,
       owner,
+      refs: new Map(),
       createdAt: now,
       updatedAt: now,
     };

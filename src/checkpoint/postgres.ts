@@ -36,6 +36,13 @@ import {
 import { checkStoredRows } from './check-stored-rows.js';
 import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../types/row-codec.js';
 import { toCheckpointError } from '../types/to-checkpoint-error.js';
+import type { BlobStore } from '../types/blob.js';
+import type { BlobRef } from '../types/content.js';
+import { checkBlobThreshold, hasFiles, offloadFiles, type BlobOptions } from './offload-files.js';
+import { insertBlobSql, PostgresBlobStore, toBuffer } from './postgres-blob-store.js';
+import { SerialQueue } from './serial-queue.js';
+
+export { PostgresBlobStore };
 
 export type {
   AppendOptions,
@@ -48,13 +55,16 @@ export type {
   ThreadInfo,
 };
 
-/** Options of {@link PostgresCheckpointer}. */
-export interface PostgresCheckpointerOptions {
+/**
+ * Options of {@link PostgresCheckpointer}. `blobs` defaults to the schema's own `<prefix>blobs` table
+ * ({@link PostgresBlobStore}, `bytea`), written in the same transaction as the rows.
+ */
+export interface PostgresCheckpointerOptions extends BlobOptions {
   /** The schema holding the tables; created if missing. Letters, digits and `_`; default `public`. */
   readonly schema?: string | undefined;
   /**
-   * Prefix of the three tables' names (`<prefix>threads`, `<prefix>messages`, `<prefix>schema_version`), so several
-   * stores can share a schema. Letters, digits and `_`; default `cubepi_`.
+   * Prefix of the tables' names (`<prefix>threads`, `<prefix>messages`, `<prefix>schema_version`, `<prefix>blobs`,
+   * `<prefix>blob_refs`), so several stores can share a schema. Letters, digits and `_`; default `cubepi_`.
    */
   readonly tablePrefix?: string | undefined;
   /**
@@ -66,7 +76,7 @@ export interface PostgresCheckpointerOptions {
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */
-export const POSTGRES_SCHEMA_VERSION = 3;
+export const POSTGRES_SCHEMA_VERSION = 4;
 
 // Migration n (index n - 1) takes a store from version n - 1 to n. Never edit one that was released: add the next.
 // Message and extra rows are JSONB; the few texts JSONB cannot hold (U+0000, a lone surrogate) go to the *_raw text
@@ -103,6 +113,23 @@ const MIGRATIONS: readonly ((t: Tables) => string)[] = [
   (t) => `
     ALTER TABLE ${t.threads} ADD COLUMN owner text;
     CREATE INDEX ${t.ownerIndex} ON ${t.threads} (owner, id) WHERE owner IS NOT NULL;`,
+  // 4: files stored by reference. blobs: the bytes by content address (when the store is this schema's own; EXTERNAL:
+  // out of line, never compressed — files are mostly compressed already); blob_refs: which thread refers to which
+  // blob (a fork's rows include the ones it shares), so deleting a thread deletes the blobs no other thread refers to.
+  (t) => `
+    CREATE TABLE ${t.blobs} (
+      ref text PRIMARY KEY,                                 -- sha256:<hex> of the bytes
+      size bigint NOT NULL,
+      bytes bytea NOT NULL
+    );
+    ALTER TABLE ${t.blobs} ALTER COLUMN bytes SET STORAGE EXTERNAL;
+    CREATE TABLE ${t.refs} (
+      thread_id text NOT NULL,
+      ref text NOT NULL,
+      first_seq bigint NOT NULL,                            -- the first message of the thread holding it
+      PRIMARY KEY (thread_id, ref)
+    );
+    CREATE INDEX ${t.refsIndex} ON ${t.refs} (ref);`,
 ];
 
 interface Tables {
@@ -114,6 +141,10 @@ interface Tables {
   readonly parentIndex: string;
   /** The index of threads by owner (unqualified). */
   readonly ownerIndex: string;
+  readonly blobs: string;
+  readonly refs: string;
+  /** The index of blob references by blob (unqualified). */
+  readonly refsIndex: string;
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
@@ -166,6 +197,11 @@ export class PostgresCheckpointer implements Checkpointer {
   readonly #sql: ReturnType<typeof statements>;
   readonly #prepared: boolean;
   #ready: Promise<void> | undefined;
+  /** The store file bytes go to; `undefined` with `blobs: false`. */
+  readonly blobs: BlobStore | undefined;
+  readonly #ownBlobs: boolean;
+  readonly #threshold: number;
+  readonly #blobQueue = new SerialQueue();
   // The pool's 'error' listener (one per checkpointer, so closing one of two sharing a pool removes only its own). The
   // pool has already dropped the failed idle client: there is nothing more to do.
   readonly #ignoreIdleClientError = (): void => {};
@@ -174,6 +210,7 @@ export class PostgresCheckpointer implements Checkpointer {
   constructor(poolOrConnectionString: pg.Pool | string, options: PostgresCheckpointerOptions = {}) {
     const schema = options.schema ?? 'public';
     const prefix = options.tablePrefix ?? 'cubepi_';
+    this.#threshold = checkBlobThreshold(options);
     for (const [name, value] of [
       ['schema', schema],
       ['tablePrefix', prefix],
@@ -201,9 +238,22 @@ export class PostgresCheckpointer implements Checkpointer {
       versions: q('schema_version'),
       parentIndex: `"${prefix}threads_parent"`,
       ownerIndex: `"${prefix}threads_owner"`,
+      blobs: q('blobs'),
+      refs: q('blob_refs'),
+      refsIndex: `"${prefix}blob_refs_ref"`,
     };
     this.#sql = statements(this.#tables);
     this.#prepared = options.preparedStatements ?? true;
+    this.#ownBlobs = options.blobs === undefined;
+    this.blobs =
+      options.blobs === false
+        ? undefined
+        : (options.blobs ??
+          new PostgresBlobStore({
+            query: (text, values) => this.#query(this.#pool, text, values),
+            ready: () => this.#migrated(),
+            table: this.#tables.blobs,
+          }));
   }
 
   /**
@@ -259,6 +309,7 @@ export class PostgresCheckpointer implements Checkpointer {
     try {
       checkThreadId(threadId);
       const expected = checkExpectedSeq(options);
+      if (this.blobs !== undefined && hasFiles(messages)) return await this.#appendFiles(threadId, messages, expected);
       const encoded = encodeMessages(threadId, messages);
       await this.#migrated();
       if (encoded.length === 0) {
@@ -294,6 +345,84 @@ export class PostgresCheckpointer implements Checkpointer {
     } catch (error) {
       throw toCheckpointError(error, 'append', threadId);
     }
+  }
+
+  /**
+   * An append whose batch holds files: one transaction holding the blobs (own table, each locked till the commit), the
+   * rows and the references; with a store of the caller's, its puts first (a failed put writes no row).
+   */
+  async #appendFiles(
+    threadId: string,
+    messages: readonly Message[],
+    expected: number | undefined,
+  ): Promise<AppendResult> {
+    const batch = await offloadFiles(messages, this.#threshold);
+    const encoded = encodeMessages(threadId, batch.messages);
+    await this.#migrated();
+    const write = () =>
+      this.#transaction('BEGIN', async (client) => {
+        if (this.#ownBlobs) {
+          // In address order: two appends locking the same blobs take them in the same order (no deadlock).
+          for (const ref of [...batch.blobs.keys()].sort()) {
+            const bytes = batch.blobs.get(ref)!;
+            await this.#query(client, this.#sql.insertBlob, [ref, bytes.length, toBuffer(bytes)]);
+          }
+        }
+        const seq = await this.#appendIn(client, threadId, encoded, expected);
+        const refs = [...batch.refs.keys()];
+        const firsts = refs.map((ref) => seq - encoded.length + batch.refs.get(ref)!);
+        await this.#query(client, this.#sql.insertRefs, [threadId, refs, firsts]);
+        return { seq };
+      });
+    if (this.#ownBlobs) return write();
+    const external = this.blobs!;
+    return this.#blobQueue.run(async () => {
+      for (const [ref, bytes] of batch.blobs) {
+        const stored = await external.put(bytes);
+        if (stored !== ref) throw new Error(`The blob store stored ${ref} as ${String(stored)}`);
+      }
+      try {
+        return await write();
+      } catch (error) {
+        // Rolled back (a conflict, a refused row): take back the blobs nothing refers to. A write whose outcome is
+        // unknown (its connection lost at the commit) may have landed: those blobs stay.
+        if (error instanceof ThreadConflictError || error instanceof pg.DatabaseError) {
+          try {
+            const unreferenced = await this.#query(this.#pool, this.#sql.unreferenced, [[...batch.blobs.keys()]]);
+            for (const [ref] of unreferenced.rows) await external.delete(ref as BlobRef);
+          } catch {
+            // The append's own error is the one to report; an unreferenced blob left behind is harmless.
+          }
+        }
+        throw error;
+      }
+    });
+  }
+
+  /** The append statement inside a transaction, creating the thread when it does not exist; resolves the new seq. */
+  async #appendIn(
+    client: pg.PoolClient,
+    threadId: string,
+    encoded: readonly string[],
+    expected: number | undefined,
+  ): Promise<number> {
+    const bodies = encoded.map((row) => (NOT_JSONB_SAFE.test(row) ? null : row));
+    const raws = encoded.map((row, i) => (bodies[i] === null ? row : null));
+    const values = [threadId, expected ?? null, encoded.length, bodies, raws];
+    const appended = await this.#query(client, this.#sql.append, values);
+    if (appended.rows.length === 1) return Number(appended.rows[0]![0]);
+    const actual = await this.#storedSeq(client, threadId);
+    if (expected !== undefined && (actual ?? 0) !== expected) {
+      throw new ThreadConflictError(threadId, expected, actual ?? 0);
+    }
+    await this.#query(client, this.#sql.createThread, [threadId]);
+    const created = await this.#query(client, this.#sql.append, values);
+    if (created.rows.length === 1) return Number(created.rows[0]![0]);
+    throw new CheckpointError({
+      operation: 'append',
+      threadId,
+      message: `Checkpoint append failed for thread "${threadId}": it was created or deleted by another writer meanwhile`,
+    });
   }
 
   /** {@inheritDoc Checkpointer.saveExtra} */
@@ -382,7 +511,7 @@ export class PostgresCheckpointer implements Checkpointer {
           // The thread row first: it waits for an append in flight, and once it is gone no append can add rows (an
           // append must update it), so the messages deleted next are all there will be. A fork committed between the
           // check and the delete makes the foreign key refuse the delete: then look again.
-          await this.#transaction('BEGIN', async (client) => {
+          const unreferenced = await this.#transaction('BEGIN', async (client) => {
             const forks = await this.#query(client, this.#sql.forksOf, [threadId]);
             if (forks.rows.length > 0) {
               throw new ThreadHasForksError(
@@ -392,7 +521,28 @@ export class PostgresCheckpointer implements Checkpointer {
             }
             await this.#query(client, this.#sql.deleteThread, [threadId]);
             await this.#query(client, this.#sql.deleteMessages, [threadId]);
+            const refs = (await this.#query(client, this.#sql.deleteRefs, [threadId])).rows.map(
+              (row) => row[0] as string,
+            );
+            if (refs.length === 0) return [];
+            if (!this.#ownBlobs) {
+              return (await this.#query(client, this.#sql.unreferenced, [refs])).rows.map((row) => row[0] as BlobRef);
+            }
+            // Lock the blobs first (an append holding one commits, or waits for us), then delete those no thread
+            // refers to: that statement's snapshot, taken after the locks, sees every reference committed before.
+            await this.#query(client, this.#sql.lockBlobs, [refs]);
+            await this.#query(client, this.#sql.deleteUnreferenced, [refs]);
+            return [];
           });
+          if (unreferenced.length > 0) {
+            // The caller's store, after the rows are gone (a failed deletion leaves an unreferenced blob, never a
+            // dangling ref), checking again that no thread took the blob meanwhile.
+            const external = this.blobs!;
+            await this.#blobQueue.run(async () => {
+              const still = await this.#query(this.#pool, this.#sql.unreferenced, [unreferenced]);
+              for (const [ref] of still.rows) await external.delete(ref as BlobRef);
+            });
+          }
           return;
         } catch (error) {
           if (attempt === 3 || !isForeignKeyViolation(error)) throw error;
@@ -592,13 +742,34 @@ function statements(t: Tables) {
       ORDER BY m.seq`,
     // $1 parent, $2 atSeq, $3 new thread. Inserts nothing when the parent is missing or shorter than atSeq, or the
     // new id is taken.
+    // The fork refers to the blobs of the messages it shares (one row per distinct blob, not per message).
     fork: `
-      INSERT INTO ${t.threads}
-        (thread_id, next_seq, extra, extra_raw, created_at, updated_at, parent_id, fork_seq, owner)
-      SELECT $3, $2::bigint, p.extra, p.extra_raw, ${NOW_MS}, ${NOW_MS}, p.id, $2::bigint, p.owner
-      FROM ${t.threads} p WHERE p.thread_id = $1 AND p.next_seq >= $2::bigint
-      ON CONFLICT (thread_id) DO NOTHING
-      RETURNING id`,
+      WITH f AS (
+        INSERT INTO ${t.threads}
+          (thread_id, next_seq, extra, extra_raw, created_at, updated_at, parent_id, fork_seq, owner)
+        SELECT $3, $2::bigint, p.extra, p.extra_raw, ${NOW_MS}, ${NOW_MS}, p.id, $2::bigint, p.owner
+        FROM ${t.threads} p WHERE p.thread_id = $1 AND p.next_seq >= $2::bigint
+        ON CONFLICT (thread_id) DO NOTHING
+        RETURNING id
+      ), r AS (
+        INSERT INTO ${t.refs} (thread_id, ref, first_seq)
+        SELECT $3, b.ref, b.first_seq FROM ${t.refs} b, f WHERE b.thread_id = $1 AND b.first_seq < $2::bigint
+      )
+      SELECT id FROM f`,
+    insertBlob: insertBlobSql(t.blobs),
+    // $1 thread, $2 refs, $3 the seq of the first message holding each.
+    insertRefs: `
+      INSERT INTO ${t.refs} (thread_id, ref, first_seq)
+      SELECT $1, u.ref, u.first_seq FROM unnest($2::text[], $3::bigint[]) AS u(ref, first_seq)
+      ON CONFLICT (thread_id, ref) DO NOTHING`,
+    deleteRefs: `DELETE FROM ${t.refs} WHERE thread_id = $1 RETURNING ref`,
+    lockBlobs: `SELECT ref FROM ${t.blobs} WHERE ref = ANY($1::text[]) ORDER BY ref FOR UPDATE`,
+    deleteUnreferenced: `
+      DELETE FROM ${t.blobs} b WHERE b.ref = ANY($1::text[])
+      AND NOT EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.ref = b.ref)`,
+    unreferenced: `
+      SELECT u.ref FROM unnest($1::text[]) AS u(ref)
+      WHERE NOT EXISTS (SELECT 1 FROM ${t.refs} r WHERE r.ref = u.ref)`,
     forksOf: `
       SELECT f.thread_id FROM ${t.threads} f JOIN ${t.threads} p ON f.parent_id = p.id
       WHERE p.thread_id = $1 ORDER BY f.id`,

@@ -36,6 +36,13 @@ import { decodeExtra, decodeMessage, encodeExtra, encodeMessages } from '../type
 import { checkStoredRows } from './check-stored-rows.js';
 import { toCheckpointError } from '../types/to-checkpoint-error.js';
 import { retryWhileBusy } from './retry-while-busy.js';
+import type { BlobStore } from '../types/blob.js';
+import type { BlobRef } from '../types/content.js';
+import { checkBlobThreshold, hasFiles, offloadFiles, type BlobOptions, type OffloadedBatch } from './offload-files.js';
+import { insertBlobStatement, SQLiteBlobStore } from './sqlite-blob-store.js';
+import { SerialQueue } from './serial-queue.js';
+
+export { SQLiteBlobStore };
 
 export type {
   AppendOptions,
@@ -48,11 +55,14 @@ export type {
   ThreadInfo,
 };
 
-/** Options of {@link SQLiteCheckpointer}. */
-export interface SQLiteCheckpointerOptions {
+/**
+ * Options of {@link SQLiteCheckpointer}. `blobs` defaults to the file's own `<prefix>blobs` table
+ * ({@link SQLiteBlobStore}), written in the same transaction as the rows.
+ */
+export interface SQLiteCheckpointerOptions extends BlobOptions {
   /**
-   * Prefix of the three tables' names (`<prefix>threads`, `<prefix>messages`, `<prefix>schema_version`), so several
-   * stores can share one file. Letters, digits and `_`; default `cubepi_`.
+   * Prefix of the tables' names (`<prefix>threads`, `<prefix>messages`, `<prefix>schema_version`, `<prefix>blobs`,
+   * `<prefix>blob_refs`), so several stores can share one file. Letters, digits and `_`; default `cubepi_`.
    */
   readonly tablePrefix?: string | undefined;
   /**
@@ -77,7 +87,7 @@ export interface SQLiteCheckpointerOptions {
 }
 
 /** The schema version this code writes and reads. A store at a newer version is refused. */
-export const SQLITE_SCHEMA_VERSION = 3;
+export const SQLITE_SCHEMA_VERSION = 4;
 
 // Migration n (index n - 1) takes a store from version n - 1 to n. Never edit one that was released: add the next.
 const MIGRATIONS: readonly ((prefix: string) => string)[] = [
@@ -106,6 +116,22 @@ const MIGRATIONS: readonly ((prefix: string) => string)[] = [
   (p) => `
     ALTER TABLE "${p}threads" ADD COLUMN owner TEXT;
     CREATE INDEX "${p}threads_owner" ON "${p}threads" (owner, id) WHERE owner IS NOT NULL;`,
+  // 4: files stored by reference. blobs: the bytes by content address (when the store is this file's own);
+  // blob_refs: which thread refers to which blob (a fork's rows include the ones it shares), so deleting a thread
+  // deletes the blobs no other thread refers to. Existing threads hold no refs.
+  (p) => `
+    CREATE TABLE "${p}blobs" (
+      ref TEXT NOT NULL PRIMARY KEY,         -- sha256:<hex> of the bytes
+      size INTEGER NOT NULL,
+      bytes BLOB NOT NULL
+    );
+    CREATE TABLE "${p}blob_refs" (
+      thread_id TEXT NOT NULL,
+      ref TEXT NOT NULL,
+      first_seq INTEGER NOT NULL,            -- the first message of the thread holding it (a fork copies those below its cut-off)
+      PRIMARY KEY (thread_id, ref)
+    ) WITHOUT ROWID;
+    CREATE INDEX "${p}blob_refs_ref" ON "${p}blob_refs" (ref);`,
 ];
 
 const PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
@@ -156,8 +182,21 @@ export class SQLiteCheckpointer implements Checkpointer {
   readonly #owned: boolean;
   readonly #busyTimeoutMs: number;
   readonly #read: Database.Transaction<(threadId: string) => (LoadedThread & { rows: [number, string][] }) | undefined>;
-  readonly #write: Database.Transaction<(threadId: string, rows: string[], expected?: number) => number>;
-  readonly #delete: Database.Transaction<(threadId: string) => void>;
+  readonly #write: Database.Transaction<
+    (threadId: string, rows: string[], expected: number | undefined, batch: OffloadedBatch | undefined) => number
+  >;
+  readonly #delete: Database.Transaction<(threadId: string) => BlobRef[]>;
+  /** The store file bytes go to; `undefined` with `blobs: false`. */
+  readonly blobs: BlobStore | undefined;
+  readonly #ownBlobs: boolean;
+  readonly #threshold: number;
+  readonly #blobQueue = new SerialQueue();
+  readonly #insertBlob: Database.Statement<[string, number, Uint8Array]>;
+  readonly #insertRef: Database.Statement<[string, string, number]>;
+  readonly #deleteRefs: Database.Statement<[string], string>;
+  readonly #deleteUnreferenced: Database.Statement<[string, string]>;
+  readonly #isReferenced: Database.Statement<[string], number>;
+  readonly #copyRefs: Database.Statement<[string, string, number]>;
   readonly #fork: Database.Transaction<(threadId: string, atSeq: number, newThreadId: string) => void>;
   readonly #selectThread: Database.Statement<[string], ThreadRow>;
   readonly #insertThread: Database.Statement<[string, number, string, number, number]>;
@@ -200,6 +239,8 @@ export class SQLiteCheckpointer implements Checkpointer {
       throw new ConfigurationError(`busyTimeoutMs must be an integer from 0 to 2^31 - 1, got ${String(busyTimeoutMs)}`);
     }
     this.#busyTimeoutMs = busyTimeoutMs;
+    this.#threshold = checkBlobThreshold(options);
+    this.#ownBlobs = options.blobs === undefined;
     this.#owned = typeof pathOrDatabase === 'string';
     try {
       // The constructor cannot wait asynchronously: while it sets the file up, SQLite's own busy handler waits.
@@ -217,6 +258,23 @@ export class SQLiteCheckpointer implements Checkpointer {
       if (this.#owned) db.pragma('busy_timeout = 0');
       const threads = `"${prefix}threads"`;
       const messages = `"${prefix}messages"`;
+      const blobs = `"${prefix}blobs"`;
+      const refs = `"${prefix}blob_refs"`;
+      this.blobs =
+        options.blobs === false ? undefined : (options.blobs ?? new SQLiteBlobStore(this.#db, blobs, busyTimeoutMs));
+      this.#insertBlob = insertBlobStatement(db, blobs);
+      this.#insertRef = db.prepare(
+        `INSERT INTO ${refs} (thread_id, ref, first_seq) VALUES (?, ?, ?) ON CONFLICT (thread_id, ref) DO NOTHING`,
+      );
+      this.#deleteRefs = db.prepare<[string], string>(`DELETE FROM ${refs} WHERE thread_id = ? RETURNING ref`).pluck();
+      this.#deleteUnreferenced = db.prepare(
+        `DELETE FROM ${blobs} WHERE ref = ? AND NOT EXISTS (SELECT 1 FROM ${refs} WHERE ref = ?)`,
+      );
+      this.#isReferenced = db.prepare<[string], number>(`SELECT 1 FROM ${refs} WHERE ref = ? LIMIT 1`).pluck();
+      this.#copyRefs = db.prepare(
+        `INSERT INTO ${refs} (thread_id, ref, first_seq)
+         SELECT ?, ref, first_seq FROM ${refs} WHERE thread_id = ? AND first_seq < ?`,
+      );
       this.#selectThread = db.prepare(`SELECT id, next_seq FROM ${threads} WHERE thread_id = ?`);
       this.#insertThread = db.prepare(
         `INSERT INTO ${threads} (thread_id, next_seq, extra, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
@@ -269,7 +327,7 @@ export class SQLiteCheckpointer implements Checkpointer {
         const rows = (thread.parent_id === null ? this.#loadMessages : this.#loadForkMessages).all(threadId);
         return { ...thread, rows };
       });
-      this.#write = db.transaction((threadId: string, rows: string[], expected?: number) => {
+      this.#write = db.transaction((threadId: string, rows: string[], expected?: number, batch?: OffloadedBatch) => {
         const thread = this.#selectThread.get(threadId);
         const actual = thread?.next_seq ?? 0;
         if (expected !== undefined && expected !== actual) throw new ThreadConflictError(threadId, expected, actual);
@@ -279,13 +337,25 @@ export class SQLiteCheckpointer implements Checkpointer {
         if (thread === undefined) this.#insertThread.run(threadId, next, '{}', now, now);
         else this.#updateSeq.run(next, now, thread.id);
         for (let i = 0; i < rows.length; i++) this.#insertMessage.run(threadId, actual + i, rows[i]!);
+        if (batch !== undefined) {
+          // The bytes (own table) and the references, in the rows' transaction: all of it lands, or none.
+          if (this.#ownBlobs) for (const [ref, bytes] of batch.blobs) this.#insertBlob.run(ref, bytes.length, bytes);
+          for (const [ref, index] of batch.refs) this.#insertRef.run(threadId, ref, actual + index);
+        }
         return next;
       });
+      // Resolves with the blobs no thread refers to any more (deleted already when they are in the own table).
       this.#delete = db.transaction((threadId: string) => {
         const forks = this.#selectForks.all(threadId);
         if (forks.length > 0) throw new ThreadHasForksError(threadId, forks);
         this.#deleteMessages.run(threadId);
         this.#deleteThread.run(threadId);
+        const unreferenced: BlobRef[] = [];
+        for (const ref of this.#deleteRefs.all(threadId)) {
+          if (this.#ownBlobs) this.#deleteUnreferenced.run(ref, ref);
+          else if (this.#isReferenced.get(ref) === undefined) unreferenced.push(ref as BlobRef);
+        }
+        return unreferenced;
       });
       // One row written, whatever the parent's length: a pointer and a cut-off.
       this.#fork = db.transaction((threadId: string, atSeq: number, newThreadId: string) => {
@@ -296,6 +366,8 @@ export class SQLiteCheckpointer implements Checkpointer {
         if (taken !== undefined) throw forkTargetExists(newThreadId, taken.next_seq);
         const now = Date.now();
         this.#insertFork.run(newThreadId, atSeq, parent.extra, now, now, parent.id, atSeq, parent.owner);
+        // The fork refers to the blobs of the messages it shares (one row per distinct blob, not per message).
+        this.#copyRefs.run(newThreadId, threadId, atSeq);
       });
     } catch (error) {
       if (this.#owned) this.#db.close();
@@ -325,14 +397,47 @@ export class SQLiteCheckpointer implements Checkpointer {
     try {
       checkThreadId(threadId);
       const expected = checkExpectedSeq(options);
+      if (this.blobs !== undefined && hasFiles(messages)) return await this.#appendFiles(threadId, messages, expected);
       const rows = encodeMessages(threadId, messages);
       // IMMEDIATE: take the write lock before reading next_seq, so no other process can write between the check and
       // the insert (a deferred transaction would fail to upgrade instead of waiting).
-      const write = (): AppendResult => ({ seq: this.#write.immediate(threadId, rows, expected) });
+      const write = (): AppendResult => ({ seq: this.#write.immediate(threadId, rows, expected, undefined) });
       return retryWhileBusy(write, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'append', threadId });
     } catch (error) {
       throw toCheckpointError(error, 'append', threadId);
     }
+  }
+
+  /** An append whose batch holds files: their bytes to the blob store, the rows with `ref`s. */
+  async #appendFiles(
+    threadId: string,
+    messages: readonly Message[],
+    expected: number | undefined,
+  ): Promise<AppendResult> {
+    const batch = await offloadFiles(messages, this.#threshold);
+    const rows = encodeMessages(threadId, batch.messages);
+    const write = (): AppendResult => ({ seq: this.#write.immediate(threadId, rows, expected, batch) });
+    const retry = { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'append', threadId } as const;
+    if (this.#ownBlobs) return retryWhileBusy(write, retry);
+    const external = this.blobs!;
+    // The caller's store first (a failed put writes no row), then the rows; one at a time with this process's
+    // deletions, so a deletion cannot remove a blob between its put and the row that refers to it.
+    return this.#blobQueue.run(async () => {
+      for (const [ref, bytes] of batch.blobs) {
+        const stored = await external.put(bytes);
+        if (stored !== ref) throw new Error(`The blob store stored ${ref} as ${String(stored)}`);
+      }
+      try {
+        return await retryWhileBusy(write, retry);
+      } catch (error) {
+        // Nothing written (a conflict, a locked file): take back the blobs nothing refers to.
+        // (A failed clean-up leaves an unreferenced blob, harmless; the append's own error is the one reported.)
+        for (const ref of batch.blobs.keys()) {
+          if (this.#isReferenced.get(ref) === undefined) await external.delete(ref).catch(() => undefined);
+        }
+        throw error;
+      }
+    });
   }
 
   /** {@inheritDoc Checkpointer.saveExtra} */
@@ -402,12 +507,19 @@ export class SQLiteCheckpointer implements Checkpointer {
   async deleteThread(threadId: string): Promise<void> {
     try {
       checkThreadId(threadId);
-      const remove = (): void => this.#delete.immediate(threadId);
-      return retryWhileBusy(remove, {
+      const remove = (): BlobRef[] => this.#delete.immediate(threadId);
+      const unreferenced = await retryWhileBusy(remove, {
         db: this.#db,
         limitMs: this.#busyTimeoutMs,
         operation: 'deleteThread',
         threadId,
+      });
+      if (unreferenced.length === 0) return;
+      // The caller's store: after the rows are gone (a failed deletion leaves an unreferenced blob, never a dangling
+      // ref), checking again that no thread took the blob meanwhile.
+      const external = this.blobs!;
+      await this.#blobQueue.run(async () => {
+        for (const ref of unreferenced) if (this.#isReferenced.get(ref) === undefined) await external.delete(ref);
       });
     } catch (error) {
       throw toCheckpointError(error, 'deleteThread', threadId);

@@ -7,6 +7,11 @@ export {
   type CheckpointerConformanceOptions,
   type CheckpointerFixture,
 } from './checkpointer-conformance.js';
+export {
+  blobStoreConformance,
+  type BlobStoreConformanceOptions,
+  type BlobStoreFixture,
+} from './blob-store-conformance.js';
 export { providerConformance, type ProviderConformanceOptions } from './provider-conformance.js';
 export {
   sseEvent,

@@ -367,3 +367,26 @@ export class OutputError extends CubepiError {
     super(message);
   }
 }
+
+/**
+ * A file block stored by reference (`ref`) could not be resolved to its bytes before a model request: the blob store
+ * has no blob at that address (deleted, or a store other than the one the thread was written with), or the agent has
+ * no blob store at all. Names the block: `messageIndex` in the request's messages, `blockIndex` in its content. The
+ * run fails with it before anything is sent (`prompt()` rejects with it).
+ */
+export class BlobMissingError extends CubepiError {
+  readonly code = 'blob_missing';
+  constructor(
+    readonly ref: string,
+    readonly messageIndex: number,
+    readonly blockIndex: number,
+    reason: 'not_found' | 'no_store',
+  ) {
+    super(
+      `File block ${blockIndex} of message ${messageIndex} refers to blob ${ref}, ` +
+        (reason === 'no_store'
+          ? 'but the agent has no blob store to read it from'
+          : 'which the blob store does not hold'),
+    );
+  }
+}

@@ -78,7 +78,7 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer forks', () => {
     expect(texts((await checkpointer.load('new'))?.messages)).toEqual(['m0', 'm1', 'n']);
     expect(texts((await checkpointer.load('old'))?.messages)).toEqual(['m0', 'm1', 'm2', 'm3']);
     const version = await admin!.query(`SELECT version FROM "${name}".cubepi_schema_version`);
-    expect(version.rows).toEqual([{ version: 3 }]);
+    expect(version.rows).toEqual([{ version: 4 }]);
     await checkpointer.close();
   });
 

@@ -81,7 +81,7 @@ describe('SQLiteCheckpointer forks', () => {
       await checkpointer.close();
     }
     const db = new Database(path, { readonly: true });
-    expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(3);
+    expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(4);
     db.close();
   });
 

@@ -72,12 +72,14 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer', () => {
       [name],
     );
     expect(tables.rows.map((r) => r.table_name)).toEqual([
+      'cubepi_blob_refs',
+      'cubepi_blobs',
       'cubepi_messages',
       'cubepi_schema_version',
       'cubepi_threads',
     ]);
     const versions = await admin!.query(`SELECT id, version FROM "${name}".cubepi_schema_version`);
-    expect(versions.rows).toEqual([{ id: 1, version: 3 }]);
+    expect(versions.rows).toEqual([{ id: 1, version: 4 }]);
     const pk = await admin!.query<{ attname: string }>(
       `SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
        WHERE i.indrelid = $1::regclass AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)`,
@@ -100,7 +102,7 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer', () => {
     const later = new PostgresCheckpointer(pool(), { schema: name });
     const error = await later.append('t', [user('b')]).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(CheckpointSchemaError);
-    expect(error).toMatchObject({ code: 'checkpoint_schema', found: 99, supported: 3 });
+    expect(error).toMatchObject({ code: 'checkpoint_schema', found: 99, supported: 4 });
     expect((error as Error).message).toContain('newer than this cubepi supports');
     await expect(later.migrate()).rejects.toBeInstanceOf(CheckpointSchemaError);
     await expect(later.load('t')).rejects.toBeInstanceOf(CheckpointSchemaError);

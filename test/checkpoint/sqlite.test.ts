@@ -53,7 +53,7 @@ checkpointerConformance(
 );
 
 describe('SQLiteCheckpointer on a file', () => {
-  it('creates its tables in an empty file, at schema version 2, and switches it to WAL', async () => {
+  it('creates its tables in an empty file, at schema version 4, and switches it to WAL', async () => {
     const path = tempFile();
     const checkpointer = new SQLiteCheckpointer(path);
     await checkpointer.append('t', [user('a')]);
@@ -61,8 +61,14 @@ describe('SQLiteCheckpointer on a file', () => {
     try {
       expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
       const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'cubepi_%'`).pluck();
-      expect((tables.all() as string[]).sort()).toEqual(['cubepi_messages', 'cubepi_schema_version', 'cubepi_threads']);
-      expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(3);
+      expect((tables.all() as string[]).sort()).toEqual([
+        'cubepi_blob_refs',
+        'cubepi_blobs',
+        'cubepi_messages',
+        'cubepi_schema_version',
+        'cubepi_threads',
+      ]);
+      expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(4);
       const pk = db.prepare(`SELECT name FROM pragma_table_info('cubepi_messages') WHERE pk > 0 ORDER BY pk`).pluck();
       expect(pk.all()).toEqual(['thread_id', 'seq']);
       expect(existsSync(`${path}-wal`)).toBe(true);
@@ -98,7 +104,7 @@ describe('SQLiteCheckpointer on a file', () => {
     await second.close();
     const db = new Database(path, { readonly: true });
     expect(db.prepare('SELECT count(*) FROM cubepi_schema_version').pluck().get()).toBe(1);
-    expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(3);
+    expect(db.prepare('SELECT version FROM cubepi_schema_version').pluck().get()).toBe(4);
     db.close();
   });
 
@@ -117,7 +123,7 @@ describe('SQLiteCheckpointer on a file', () => {
       error = caught;
     }
     expect(error).toBeInstanceOf(CheckpointSchemaError);
-    expect(error).toMatchObject({ code: 'checkpoint_schema', found: 99, supported: 3 });
+    expect(error).toMatchObject({ code: 'checkpoint_schema', found: 99, supported: 4 });
     expect((error as Error).message).toContain('newer than this cubepi supports');
     expect(() => new SQLiteCheckpointer(db)).toThrow(CheckpointSchemaError);
     expect(db.prepare('SELECT count(*) FROM sqlite_master').pluck().get()).toBe(before);
