@@ -27,8 +27,15 @@ export function userInput(
   try {
     messages = toMessages(input, 'input');
   } catch (error) {
-    if (error instanceof InvalidInputError) throw new HttpError(400, 'invalid_input', error.message);
-    throw error;
+    if (!(error instanceof InvalidInputError)) throw error;
+    // The core's file check (`fileProblem`) speaks of "a file block" and of the byte limit: the same codes as ours.
+    const { message } = error;
+    if (/-byte limit \(maxFileBytes\)/.test(message)) throw new HttpError(413, 'file_too_large', message);
+    throw new HttpError(
+      400,
+      /a file block|the bytes of a file/.test(message) ? 'invalid_file' : 'invalid_input',
+      message,
+    );
   }
   messages.forEach((message, index) => {
     const where = Array.isArray(input) ? `input[${index}]` : 'input';
@@ -48,14 +55,8 @@ export function userInput(
           // A content address names bytes in the server's blob store, maybe another thread's: never a client's to give.
           throw new HttpError(400, 'invalid_file', `${place}: a client sends a file's data, url or fileId, not a ref`);
         }
-        const checked = httpFileBlock(block, place, maxFileBytes);
-        if (block.size !== undefined && 'size' in checked && checked.size !== block.size) {
-          throw new HttpError(
-            400,
-            'invalid_file',
-            `${place}: size ${block.size} is not the data's ${checked.size} bytes`,
-          );
-        }
+        // `size` against the data was checked by the core (`fileProblem`, in toMessages above).
+        httpFileBlock(block, place, maxFileBytes);
       } else httpFileBlock({ mimeType: block.mimeType, data: block.data }, place, maxFileBytes);
     });
   });

@@ -389,7 +389,7 @@ describe('POST /threads/:id/runs with file blocks', () => {
     [
       'a size that is not the data’s',
       { type: 'file', mimeType: 'text/csv', data: CSV, size: 3 },
-      /input\.content\[1\]: size 3 is not the data's 19 bytes/,
+      /input\.content\[1\]: a file block's `size` \(3\) is not the length of its `data` \(19 bytes\)/,
     ],
   ])('refuses %s with 400 naming the block', async (_name, block, message) => {
     const { base, created } = await fileServer();
