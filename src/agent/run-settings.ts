@@ -8,6 +8,7 @@ import type { Model, ReasoningSetting } from '../types/model.js';
 import type { OutputSpec } from '../types/output.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
+import { outputSpecProblem } from './output-plan.js';
 
 /** How a run behaves: the options `Agent` and `runAgentLoop` both take. */
 export interface RunSettings {
@@ -77,6 +78,8 @@ export function validateRunSettings(
     if (value !== undefined && !(typeof value === 'number' && value > 0))
       fail(`\`${key}\` must be a positive number of milliseconds`);
   }
+  const output = outputSettingsProblem(settings);
+  if (output !== undefined) fail(output);
   for (const key of ['firstEventTimeoutMs', 'idleTimeoutMs'] as const) {
     const value = settings.streamOptions?.[key];
     if (value !== undefined && !(typeof value === 'number' && value > 0))
@@ -96,4 +99,41 @@ export function validateTools(tools: unknown, fail: (what: string) => never): vo
     if (names.has(tool.name)) fail(`two tools are named "${tool.name}"`);
     names.add(tool.name);
   }
+}
+
+const REASONING_LEVELS: readonly unknown[] = ['off', 'minimal', 'low', 'medium', 'high', 'max'];
+
+/**
+ * The first problem of the typed-answer and reasoning settings (`output`, `outputRetries`, `reasoning`), in words
+ * naming the setting, or `undefined`: shared by the Agent's options (a `ConfigurationError`) and a run's options (an
+ * `InvalidInputError`).
+ */
+export function outputSettingsProblem(settings: {
+  readonly output?: unknown;
+  readonly outputRetries?: unknown;
+  readonly reasoning?: unknown;
+}): string | undefined {
+  if (settings.output !== undefined) {
+    const problem = outputSpecProblem(settings.output);
+    if (problem !== undefined) return `\`output\` ${problem}`;
+  }
+  const retries = settings.outputRetries;
+  if (retries !== undefined && !(typeof retries === 'number' && Number.isInteger(retries) && retries >= 0))
+    return `\`outputRetries\` must be a non-negative integer, got ${JSON.stringify(retries) ?? typeof retries}`;
+  const reasoning = settings.reasoning as { budgetTokens?: unknown } | string | null | undefined;
+  if (reasoning !== undefined) {
+    if (typeof reasoning === 'string') {
+      if (!REASONING_LEVELS.includes(reasoning))
+        return `\`reasoning\` must be one of ${REASONING_LEVELS.join(', ')} or { budgetTokens }, got "${reasoning}"`;
+    } else {
+      const budget = reasoning?.budgetTokens;
+      if (
+        typeof reasoning !== 'object' ||
+        reasoning === null ||
+        !(typeof budget === 'number' && Number.isInteger(budget) && budget > 0)
+      )
+        return '`reasoning` must be a level (off, minimal, low, medium, high, max) or { budgetTokens: a positive integer }';
+    }
+  }
+  return undefined;
 }
