@@ -24,7 +24,7 @@ import type { MessageQueues } from './message-queues.js';
 import type { ResumeBatch } from './resume-batch.js';
 import { StoreBarrier } from './store-barrier.js';
 import { issuesText } from './output-answer.js';
-import { outputPlanOf, strictCheck } from './output-plan.js';
+import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 import { outputSettingsProblem } from './run-settings.js';
 import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
 import { usageOf } from '../types/usage-of.js';
@@ -293,15 +293,17 @@ export class AgentRuns {
   }
 
   /**
-   * Throws {@link InvalidInputError} for a run's bad `output`, `outputRetries` or `reasoning`, and for an output schema
-   * the current model would be asked for in strict native mode but cannot express there (see `strictCheck`).
+   * Throws {@link InvalidInputError} for a run's bad `output`, `outputRetries` or `reasoning`, for an output schema
+   * the current model would be asked for in strict native mode but cannot express there (see `strictCheck`), and for a
+   * tool of the agent named like the final tool (`finalToolClash`).
    */
   private checkOutput(options: RunOptions | undefined): void {
     if (options === undefined) return;
     const problem = outputSettingsProblem(options);
     if (problem !== undefined) throw new InvalidInputError(problem);
     if (options.output !== undefined) {
-      const strict = strictCheck(outputPlanOf(options.output), this.agent.store.model);
+      const plan = outputPlanOf(options.output);
+      const strict = strictCheck(plan, this.agent.store.model) ?? finalToolClash(plan, this.agent.store.tools);
       if (strict !== undefined) throw new InvalidInputError(`\`output\`: ${strict}`);
     }
   }

@@ -35,7 +35,7 @@ import { resolveModel } from './resolve-model.js';
 import { forkThreadId, retryPrompts, type AgentForkOptions, type RetryFromOptions } from './retry-from.js';
 import { spendBoundOf } from './run-ledger.js';
 import { validateTools } from './run-settings.js';
-import { outputPlanOf, strictCheck } from './output-plan.js';
+import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 
 /** A listener for {@link Agent.subscribe}; a returned Promise is not awaited (its rejection is reported). */
 export type AgentListener = (event: AgentEvent) => void | PromiseLike<void>;
@@ -85,7 +85,8 @@ export class Agent {
     const model = resolveModel(options.model, options.provider);
     if (options.output !== undefined) {
       // A schema the model's strict native mode cannot express is a configuration mistake: said now, with its path.
-      const problem = strictCheck(outputPlanOf(options.output), model);
+      const plan = outputPlanOf(options.output);
+      const problem = strictCheck(plan, model) ?? finalToolClash(plan, options.tools);
       if (problem !== undefined) throw new ConfigurationError(`Agent: \`output\`: ${problem}`);
     }
     this.store = new AgentStateStore({

@@ -140,6 +140,19 @@ export function strictCheck(plan: OutputPlan, model: Model): string | undefined 
 }
 
 /**
+ * The configuration-time check of `plan`'s final tool against the run's tools: a tool of the run with the final tool's
+ * name (`final_answer`, or `output.name`) would be shadowed in `tool` mode. Returns the message, or `undefined`.
+ */
+export function finalToolClash(
+  plan: OutputPlan,
+  tools: readonly { readonly name: string }[] | undefined,
+): string | undefined {
+  if (plan.mode === 'native' || plan.mode === 'prompt' || tools === undefined) return undefined;
+  if (!tools.some((tool) => tool.name === plan.toolName)) return undefined;
+  return `a tool is already named "${plan.toolName}", the final tool of tool mode: give the output another name (output.name)`;
+}
+
+/**
  * How an attempt on `model` asks for `plan`'s answer (mode `auto`: the strongest the model has, by its facts or the
  * model table's):
  * - `native` for a model with `structuredOutput: 'json_schema'` when the schema is strict-expressible, or, with

@@ -27,7 +27,7 @@ import { closeRun } from './close-run.js';
 import { RunLedger } from './run-ledger.js';
 import { turn } from './turn.js';
 import { newAnswerState, type AnswerState } from './output-answer.js';
-import { outputPlanOf, strictCheck } from './output-plan.js';
+import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 
 /** Options of {@link runAgentLoop}. */
 export interface RunAgentLoopOptions extends RunSettings {
@@ -445,7 +445,8 @@ function validateLoopOptions(options: RunAgentLoopOptions): void {
   validateRunSettings(options, fail);
   if (typeof options.model !== 'object') fail('`model` must be a Model ({ id, provider })');
   if (options.output !== undefined) {
-    const problem = strictCheck(outputPlanOf(options.output), options.model);
+    const plan = outputPlanOf(options.output);
+    const problem = strictCheck(plan, options.model) ?? finalToolClash(plan, options.tools);
     if (problem !== undefined) fail(`\`output\`: ${problem}`);
   }
   if (options.getTools !== undefined && typeof options.getTools !== 'function') fail('`getTools` must be a function');

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import {
   Agent,
   ConfigurationError,
+  defineTool,
   InvalidInputError,
   outputJsonSchema,
   runAgentLoop,
@@ -174,6 +175,33 @@ describe('the strict check at configuration time', () => {
     expect(attempt?.incapable).toMatchObject({ reason: 'output', message: expect.stringMatching(/strict native/) });
     const end = events.find((event) => event.type === 'agent_end');
     expect(end).toMatchObject({ outcome: 'failed', outputError: { reason: 'missing' } });
+  });
+});
+
+describe('the final tool name', () => {
+  const echo = defineTool({
+    name: 'final_answer',
+    description: 'a tool of the app',
+    parameters: z.object({}),
+    execute: () => ({ content: [] }),
+  });
+  const schema = z.object({ a: z.string() });
+
+  it('a run tool named like the final tool is refused at construction, run start and runAgentLoop', async () => {
+    expect(() => new Agent({ provider: new FauxProvider(), model: toolModel, tools: [echo], output: schema })).toThrow(
+      /a tool is already named "final_answer".*output\.name/,
+    );
+    const agent = new Agent({ provider: new FauxProvider(), model: toolModel, tools: [echo] });
+    await expect(agent.prompt('x', { output: schema })).rejects.toThrow(InvalidInputError);
+    expect(() =>
+      runAgentLoop({ provider: new FauxProvider(), model: toolModel, tools: [echo], output: schema }),
+    ).toThrow(ConfigurationError);
+  });
+
+  it('a named output gets a final tool of that name', async () => {
+    const faux = new FauxProvider({ responses: [fauxMessage([fauxToolCall('report', { a: 'b' })])] });
+    const agent = new Agent({ provider: faux, model: toolModel, tools: [echo] });
+    expect(await agent.prompt('x', { output: { schema, name: 'report' } })).toEqual({ a: 'b' });
   });
 });
 

@@ -97,6 +97,16 @@ describe('output on a run: tool mode (a model without json_schema)', () => {
     expect(last.role === 'toolResult' && last.content).toEqual([{ type: 'text', text: 'Answer recorded.' }]);
   });
 
+  it("keeps the run's own tool choice over required", async () => {
+    const faux = new FauxProvider({
+      responses: [fauxMessage([fauxToolCall('final_answer', { city: 'Oslo', celsius: 7 })])],
+    });
+    const provider = recording(faux);
+    const agent = new Agent({ provider, model: toolModel, toolChoice: 'auto' });
+    expect(await agent.prompt('x', { output: Weather })).toEqual({ city: 'Oslo', celsius: 7 });
+    expect(provider.requests[0]!.toolChoice).toBe('auto');
+  });
+
   it('runs the other calls of the batch with the final one, and answers each', async () => {
     const faux = new FauxProvider({
       responses: [
