@@ -10,6 +10,7 @@ export type { AgentState } from './agent/agent-state.js';
 export type { QueueMode } from './agent/message-queues.js';
 export { resolveModel } from './agent/resolve-model.js';
 export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.js';
+export { outputJsonSchema, strictSchemaProblem, type StrictSchemaProblem } from './agent/output-json-schema.js';
 export {
   agentTool,
   DEFAULT_MAX_AGENT_DEPTH,

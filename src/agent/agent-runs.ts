@@ -4,12 +4,13 @@
  */
 import { defer, Observable, switchMap, tap, type Observer, type Subscriber } from 'rxjs';
 import { EXPLICIT_HOOKS_NAME, type ComposedMiddleware } from '../middleware/compose-middleware.js';
-import type { AgentEvent } from '../types/agent-events.js';
+import type { AgentEndEvent, AgentEvent } from '../types/agent-events.js';
 import {
   AgentBusyError,
   errorMessageOf,
   InvalidInputError,
   InvalidStateError,
+  OutputError,
   RunAbortedError,
 } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
@@ -22,6 +23,9 @@ import type { EventHub } from './event-hub.js';
 import type { MessageQueues } from './message-queues.js';
 import type { ResumeBatch } from './resume-batch.js';
 import { StoreBarrier } from './store-barrier.js';
+import { issuesText } from './output-answer.js';
+import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
+import { outputSettingsProblem } from './run-settings.js';
 import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
 import { usageOf } from '../types/usage-of.js';
 import type { SpendBound } from '../types/usage.js';
@@ -90,10 +94,13 @@ export class AgentRuns {
     return run === undefined ? Promise.resolve() : run.done.then(() => this.waitForIdle());
   }
 
-  /** The run `start` starts, as the Promise of the messages it added (a failure to start is a rejection). */
-  toPromise(start: () => ActiveRun & { result: Promise<Message[]> }): Promise<Message[]> {
+  /**
+   * The run `start` starts, as the Promise of the messages it added, or of its typed answer for a run given `output`
+   * (a failure to start is a rejection). `T` is what the caller's overload promises.
+   */
+  toPromise<T = Message[]>(start: () => ActiveRun & { result: Promise<unknown> }): Promise<T> {
     try {
-      return start().result;
+      return start().result as Promise<T>;
     } catch (error) {
       return Promise.reject(error);
     }
@@ -138,9 +145,10 @@ export class AgentRuns {
     options: RunOptions | undefined,
     subscriber: Subscriber<AgentEvent> | undefined,
     before?: () => Promise<void>,
-  ): ActiveRun & { result: Promise<Message[]> } {
+  ): ActiveRun & { result: Promise<unknown> } {
     if (this.disposed) throw new InvalidStateError('the agent is disposed: it starts no run');
     if (this.current !== undefined || this.forking) throw busy('prompt');
+    this.checkOutput(options);
     if (options?.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
       throw new InvalidInputError('deadlineMs must be a positive number of milliseconds');
     }
@@ -165,15 +173,15 @@ export class AgentRuns {
     else external?.addEventListener('abort', onExternalAbort, { once: true });
 
     let settleDone!: () => void;
-    let resolveResult!: (messages: Message[]) => void;
+    let resolveResult!: (result: unknown) => void;
     let rejectResult!: (error: unknown) => void;
-    const result = new Promise<Message[]>((resolve, reject) => {
+    const result = new Promise<unknown>((resolve, reject) => {
       resolveResult = resolve;
       rejectResult = reject;
     });
     // prompt$ callers see failures on their Observable; only prompt() callers hold this Promise.
     if (subscriber !== undefined) result.catch(() => undefined);
-    const run: ActiveRun & { result: Promise<Message[]> } = {
+    const run: ActiveRun & { result: Promise<unknown> } = {
       controller,
       subscriber,
       ended: false,
@@ -189,6 +197,9 @@ export class AgentRuns {
     store.isStreaming = true;
 
     let added: readonly Message[] = [];
+    // With `output` given for this run, the Promise is of the typed answer (the overloads of prompt, resume, respond).
+    const wantsValue = options?.output !== undefined;
+    let end: AgentEndEvent | undefined;
     let runId: string | undefined;
     // What the checkpoint sink stored of this run (messages pass it before their message_end), for a run it stops.
     const stored: Message[] = [];
@@ -215,6 +226,7 @@ export class AgentRuns {
         else if (event.type === 'message_end' && checkpointed) stored.push(event.message);
         else if (event.type === 'agent_end') {
           added = event.messages;
+          end = event;
           run.ended = true;
         }
         store.applyRunState(event);
@@ -227,7 +239,9 @@ export class AgentRuns {
         closed = true;
         run.settle();
         run.subscriber?.complete();
-        resolveResult([...added]);
+        if (!wantsValue) resolveResult([...added]);
+        else if (end !== undefined && 'output' in end) resolveResult(end.output);
+        else rejectResult(outputError(end, added));
       },
       error: (error: unknown) => {
         closed = true;
@@ -276,6 +290,22 @@ export class AgentRuns {
     // eslint-disable-next-line rxjs-x/no-ignored-subscription
     run$.subscribe(observer);
     return run;
+  }
+
+  /**
+   * Throws {@link InvalidInputError} for a run's bad `output`, `outputRetries` or `reasoning`, for an output schema
+   * the current model would be asked for in strict native mode but cannot express there (see `strictCheck`), and for a
+   * tool of the agent named like the final tool (`finalToolClash`).
+   */
+  private checkOutput(options: RunOptions | undefined): void {
+    if (options === undefined) return;
+    const problem = outputSettingsProblem(options);
+    if (problem !== undefined) throw new InvalidInputError(problem);
+    if (options.output !== undefined) {
+      const plan = outputPlanOf(options.output);
+      const strict = strictCheck(plan, this.agent.store.model) ?? finalToolClash(plan, this.agent.store.tools);
+      if (strict !== undefined) throw new InvalidInputError(`\`output\`: ${strict}`);
+    }
   }
 
   /** The run itself: the loop over the current transcript, through the checkpoint sink. */
@@ -351,4 +381,15 @@ export function busy(method: string): AgentBusyError {
   return new AgentBusyError(
     `${method}(): a run is already active; use steer() or followUp() to add to it, or await waitForIdle()`,
   );
+}
+
+/** The rejection of a run given `output` that ended without a valid answer (see {@link OutputError}). */
+function outputError(end: AgentEndEvent | undefined, messages: readonly Message[]): OutputError {
+  const failure = end?.outputError ?? { reason: 'missing' as const, issues: [], attempts: 0 };
+  const outcome = end?.outcome ?? 'failed';
+  const message =
+    failure.reason === 'invalid'
+      ? `The run's answer is not a value of the output schema after ${failure.attempts} attempts:\n${issuesText(failure.issues)}`
+      : `The run ended ${outcome} before the model gave its answer`;
+  return new OutputError(message, failure.reason, outcome, failure.issues, failure.attempts, [...messages]);
 }

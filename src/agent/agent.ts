@@ -11,7 +11,7 @@ import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import { composeMiddleware, type MiddlewareDescription } from '../middleware/compose-middleware.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import type { ForkResult } from '../checkpoint/checkpointer.js';
-import { AgentBusyError, InvalidInputError, InvalidStateError } from '../types/errors.js';
+import { AgentBusyError, ConfigurationError, InvalidInputError, InvalidStateError } from '../types/errors.js';
 import type { InferOutput, OutputSpec } from '../types/output.js';
 import type { AnyAgentTool } from '../types/tool.js';
 import type { Message } from '../types/messages.js';
@@ -35,6 +35,7 @@ import { resolveModel } from './resolve-model.js';
 import { forkThreadId, retryPrompts, type AgentForkOptions, type RetryFromOptions } from './retry-from.js';
 import { spendBoundOf } from './run-ledger.js';
 import { validateTools } from './run-settings.js';
+import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 
 /** A listener for {@link Agent.subscribe}; a returned Promise is not awaited (its rejection is reported). */
 export type AgentListener = (event: AgentEvent) => void | PromiseLike<void>;
@@ -85,6 +86,12 @@ export class Agent {
     validateAgentOptions(options);
     this.limits = { maxFileBytes: options.maxFileBytes };
     const model = resolveModel(options.model, options.provider);
+    if (options.output !== undefined) {
+      // A schema the model's strict native mode cannot express is a configuration mistake: said now, with its path.
+      const plan = outputPlanOf(options.output);
+      const problem = strictCheck(plan, model) ?? finalToolClash(plan, options.tools);
+      if (problem !== undefined) throw new ConfigurationError(`Agent: \`output\`: ${problem}`);
+    }
     this.store = new AgentStateStore({
       systemPrompt: options.systemPrompt ?? '',
       model,
@@ -152,7 +159,7 @@ export class Agent {
   ): Promise<InferOutput<S>>;
   prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<Message[]>;
   prompt(input: string | Message | readonly Message[], options?: RunOptions): Promise<unknown> {
-    return this.runs.toPromise(() => {
+    return this.runs.toPromise<unknown>(() => {
       const prompts = toMessages(input, 'prompt', this.limits);
       return this.runs.start(() => this.runInput(prompts, 'prompt'), options, undefined);
     });
@@ -170,9 +177,13 @@ export class Agent {
    * Continues from the current history without a new prompt: valid when the last message is a user or tool result
    * message, or when it is an assistant message and a steering or follow-up message is queued (steering first).
    * Rejects with {@link InvalidStateError} otherwise (and on an empty history), calling no model.
+   *
+   * With `options.output`, it resolves to the typed answer and rejects with an `OutputError`, as `prompt()` does.
    */
-  resume(options?: RunOptions): Promise<Message[]> {
-    return this.runs.toPromise(() => this.runs.start(() => this.resumeInput(), options, undefined));
+  resume<S extends OutputSpec>(options: RunOptions & { readonly output: S }): Promise<InferOutput<S>>;
+  resume(options?: RunOptions): Promise<Message[]>;
+  resume(options?: RunOptions): Promise<unknown> {
+    return this.runs.toPromise<unknown>(() => this.runs.start(() => this.resumeInput(), options, undefined));
   }
 
   /** The run of {@link resume} as a cold Observable. */
@@ -223,14 +234,25 @@ export class Agent {
    *
    * Rejects with {@link InvalidInputError} for a `seq` that names no message or names a tool result, with
    * {@link InvalidStateError} without a checkpointer that has `fork`, with {@link AgentBusyError} during a run, and
-   * like `prompt()` otherwise. Nothing is forked when the retry is refused.
+   * like `prompt()` otherwise. Nothing is forked when the retry is refused. With `options.output`, it resolves to the
+   * typed answer, as `prompt()` does.
    */
+  retryFrom<S extends OutputSpec>(
+    seq: number,
+    input: string | Message | readonly Message[] | undefined,
+    options: RunOptions & RetryFromOptions & { readonly output: S },
+  ): Promise<InferOutput<S>>;
   retryFrom(
     seq: number,
     input?: string | Message | readonly Message[],
     options?: RunOptions & RetryFromOptions,
-  ): Promise<Message[]> {
-    return this.runs.toPromise(() => {
+  ): Promise<Message[]>;
+  retryFrom(
+    seq: number,
+    input?: string | Message | readonly Message[],
+    options?: RunOptions & RetryFromOptions,
+  ): Promise<unknown> {
+    return this.runs.toPromise<unknown>(() => {
       const retry = this.retry(seq, input, options);
       return this.runs.start(retry.input, options, undefined, retry.before);
     });
@@ -271,11 +293,21 @@ export class Agent {
    * Rejects with {@link StaleApprovalError} for an unknown or already answered request, {@link InvalidInputError} for
    * a malformed answer or edited arguments that fail validation (the request stays open), {@link AgentBusyError}
    * during a run, and the checkpointer's typed error when the answer cannot be stored (nothing runs).
+   *
+   * The resumed run takes `options.output`, else the agent's `output` (the output a suspended run was given for
+   * itself is not kept with it). With `options.output`, the resumed run resolves to the typed answer, as `prompt()`
+   * does; an answer that does not complete the batch then resolves `undefined`.
    */
-  async respond(requestId: string, answer: ApprovalAnswer, options?: RunOptions): Promise<Message[]> {
+  respond<S extends OutputSpec>(
+    requestId: string,
+    answer: ApprovalAnswer,
+    options: RunOptions & { readonly output: S },
+  ): Promise<InferOutput<S> | undefined>;
+  respond(requestId: string, answer: ApprovalAnswer, options?: RunOptions): Promise<Message[]>;
+  async respond(requestId: string, answer: ApprovalAnswer, options?: RunOptions): Promise<unknown> {
     const complete = await this.approvals.answer(requestId, answer);
-    if (!complete) return [];
-    return this.runs.toPromise(() => this.runs.start(() => this.resumeInput(), options, undefined));
+    if (!complete) return options?.output !== undefined ? undefined : [];
+    return this.runs.toPromise<unknown>(() => this.runs.start(() => this.resumeInput(), options, undefined));
   }
 
   /**

@@ -13,6 +13,7 @@ import { errorMessageOf } from '../types/errors.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import type { AssistantMessage } from '../types/messages.js';
 import { callSink, finishCall, startCall, type RunnableCall } from './call-records.js';
+import { answerFinalCall } from './output-turn.js';
 import { wait, type Op } from './drive.js';
 import {
   callHook,
@@ -35,6 +36,12 @@ export function* prepareCall(
 ): Op<RunnableCall | undefined> {
   const call = turn.calls[index]!;
   startCall(run, turn, index);
+  // In `tool` mode the final tool's call is the answer: checked in place of running a tool (no hook gates it).
+  const final = turn.attemptOutput;
+  if (final !== undefined && final.toolName === call.name && run.outputPlan !== undefined) {
+    yield* answerFinalCall(run, turn, index);
+    return undefined;
+  }
 
   if (call.invalidArguments !== undefined) {
     return rejectCall(

@@ -8,7 +8,7 @@ import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import type { HookSink } from '../middleware/hook-sink.js';
 import type { ComposedHooks, RunEndContext } from '../middleware/types.js';
-import type { AgentEvent, ParentRun, RunOutcome } from '../types/agent-events.js';
+import type { AgentEndEvent, AgentEvent, ParentRun, RunOutcome } from '../types/agent-events.js';
 import { stateFromStored } from '../types/apply-patch.js';
 import type { ApprovalRequest } from '../types/approval.js';
 import { isHookDecision } from '../types/decision.js';
@@ -27,6 +27,8 @@ import { validateRunSettings, type RunSettings } from './run-settings.js';
 import { closeRun } from './close-run.js';
 import { RunLedger } from './run-ledger.js';
 import { turn } from './turn.js';
+import { newAnswerState, type AnswerState } from './output-answer.js';
+import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 
 /** Options of {@link runAgentLoop}. */
 export interface RunAgentLoopOptions extends RunSettings {
@@ -257,6 +259,8 @@ function startLoop(
     output: options.output,
     outputRetries: options.outputRetries ?? 2,
     blobs: undefined as unknown as BlobResolver,
+    outputPlan: options.output === undefined ? undefined : outputPlanOf(options.output),
+    answer: options.output === undefined ? undefined : newAnswerState(),
     threadId: options.threadId,
     state: options.state ?? stateFromStored(options.extra ?? {}, undefined),
     patchCount: 0,
@@ -398,8 +402,17 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
     usage,
     ...(pendingRequests === undefined ? {} : { pending: pendingRequests }),
     ...(deferred.length === 0 ? {} : { deferredMessages: deferred }),
+    ...(run.answer === undefined ? {} : answerFields(run.answer)),
   });
   if (hasFailure) throw failure;
+}
+
+/** What `agent_end` says of a run with `output`: the value, or why there is none. */
+function answerFields(answer: AnswerState): Pick<AgentEndEvent, 'output' | 'outputError'> {
+  if (answer.done) return { output: answer.value };
+  return {
+    outputError: { reason: answer.spent ? 'invalid' : 'missing', issues: answer.issues, attempts: answer.attempts },
+  };
 }
 
 /** The run suspends: the held requests and deferred messages of its current turn, which ends here (no turn_end). */
@@ -434,6 +447,11 @@ function validateLoopOptions(options: RunAgentLoopOptions): void {
   if (typeof options !== 'object' || options === null) fail('expected an options object');
   validateRunSettings(options, fail);
   if (typeof options.model !== 'object') fail('`model` must be a Model ({ id, provider })');
+  if (options.output !== undefined) {
+    const plan = outputPlanOf(options.output);
+    const problem = strictCheck(plan, options.model) ?? finalToolClash(plan, options.tools);
+    if (problem !== undefined) fail(`\`output\`: ${problem}`);
+  }
   if (options.getTools !== undefined && typeof options.getTools !== 'function') fail('`getTools` must be a function');
   if (options.untilStored !== undefined && typeof options.untilStored !== 'function')
     fail('`untilStored` must be a function');

@@ -10,6 +10,7 @@ import type { Model, ReasoningSetting } from '../types/model.js';
 import type { OutputSpec } from '../types/output.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AnyAgentTool, ToolExecutionMode } from '../types/tool.js';
+import { outputSpecProblem } from './output-plan.js';
 
 /** How a run behaves: the options `Agent` and `runAgentLoop` both take. */
 export interface RunSettings {
@@ -88,14 +89,12 @@ export function validateRunSettings(
     const blobs = settings.blobs as Partial<Record<'put' | 'get' | 'delete', unknown>> | null;
     if (typeof blobs?.get !== 'function') fail('`blobs` must be a BlobStore (put, get, delete)');
   }
+  const output = outputSettingsProblem(settings);
+  if (output !== undefined) fail(output);
   for (const key of ['firstEventTimeoutMs', 'idleTimeoutMs'] as const) {
     const value = settings.streamOptions?.[key];
     if (value !== undefined && !(typeof value === 'number' && value > 0))
       fail(`\`streamOptions.${key}\` must be a positive number of milliseconds (or Infinity)`);
-  }
-  if (settings.reasoning !== undefined) {
-    const problem = reasoningSettingProblem(settings.reasoning);
-    if (problem !== undefined) fail(`\`reasoning\` ${problem}`);
   }
 }
 
@@ -111,4 +110,28 @@ export function validateTools(tools: unknown, fail: (what: string) => never): vo
     if (names.has(tool.name)) fail(`two tools are named "${tool.name}"`);
     names.add(tool.name);
   }
+}
+
+/**
+ * The first problem of the typed-answer and reasoning settings (`output`, `outputRetries`, `reasoning`), in words
+ * naming the setting, or `undefined`: shared by the Agent's options (a `ConfigurationError`) and a run's options (an
+ * `InvalidInputError`).
+ */
+export function outputSettingsProblem(settings: {
+  readonly output?: unknown;
+  readonly outputRetries?: unknown;
+  readonly reasoning?: unknown;
+}): string | undefined {
+  if (settings.output !== undefined) {
+    const problem = outputSpecProblem(settings.output);
+    if (problem !== undefined) return `\`output\` ${problem}`;
+  }
+  const retries = settings.outputRetries;
+  if (retries !== undefined && !(typeof retries === 'number' && Number.isInteger(retries) && retries >= 0))
+    return `\`outputRetries\` must be a non-negative integer, got ${JSON.stringify(retries) ?? typeof retries}`;
+  if (settings.reasoning !== undefined) {
+    const problem = reasoningSettingProblem(settings.reasoning);
+    if (problem !== undefined) return `\`reasoning\` ${problem}`;
+  }
+  return undefined;
 }

@@ -17,13 +17,15 @@ import { errorMessageOf, HookError, StatePatchConflictError, type HookName } fro
 import type { AssistantMessage, Message, ToolCallOutcome, ToolResultMessage } from '../types/messages.js';
 import type { HookState, StatePatch } from '../types/state.js';
 import type { Model, ReasoningSetting } from '../types/model.js';
-import type { OutputSpec } from '../types/output.js';
+import type { AttemptOutput, OutputSpec } from '../types/output.js';
 import type { Provider, StreamOptions, ToolChoice } from '../types/provider.js';
 import type { AgentToolResult, AnyAgentTool, ToolExecutionMode, ToolRunInfo } from '../types/tool.js';
 import { addUsage, EMPTY_USAGE, type Usage } from '../types/usage.js';
 import { isObservable } from 'rxjs';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { wait, type Op } from './drive.js';
+import type { AnswerCheck, AnswerState } from './output-answer.js';
+import type { OutputPlan } from './output-plan.js';
 import { sideModelCall } from './side-model-call.js';
 
 /** One tool call's final outcome. */
@@ -71,6 +73,10 @@ export interface TurnState {
   batchKeys: Map<string, { readonly call: number; readonly producer: string }> | undefined;
   /** What each call reported spending (`chargeUsage`), by tool call id; created at the first report. */
   spent: Map<string, Usage> | undefined;
+  /** In a run with `output`: how the turn's last model attempt asked for the answer. */
+  attemptOutput: AttemptOutput | undefined;
+  /** In `tool` mode: what checking the final tool's call gave, once the batch handled it. */
+  finalAnswer: AnswerCheck | undefined;
 }
 
 /** Everything a run's steps share. Built once per run. */
@@ -117,6 +123,10 @@ export interface RunState {
   readonly outputRetries: number;
   /** Resolves file blocks stored by reference before each request (through the run's blob store, if any). */
   readonly blobs: BlobResolver;
+  /** `output` made ready (its JSON Schema, final tool, per-model modes); `undefined` without `output`. */
+  readonly outputPlan: OutputPlan | undefined;
+  /** How the typed answer stands; `undefined` without `output`. */
+  readonly answer: AnswerState | undefined;
   readonly threadId: string | undefined;
   /** The run state: replaced (never changed) by each applied patch. */
   state: HookState;
@@ -165,6 +175,8 @@ export function newTurn(index: number): TurnState {
     deferred: [],
     batchKeys: undefined,
     spent: undefined,
+    attemptOutput: undefined,
+    finalAnswer: undefined,
   };
 }
 

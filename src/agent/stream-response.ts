@@ -75,6 +75,7 @@ export function* streamResponse(
     // (the per-delta path).
     const { provider, model } = run;
     const extras = attemptExtras(run, model);
+    if (extras !== NO_EXTRAS) turn.attemptOutput = extras.output;
     const incapable =
       outputRefusal(extras) ??
       modelIncapability(model, {
@@ -136,6 +137,8 @@ export function* streamResponse(
         previous = current;
         // A request the model cannot take is not sent: the attempt says why and ends as an error at once.
         const extras = attemptExtras(run, req.model);
+        // The last attempt's mode is the one the answer comes in (an earlier one failed, or the answer is its own).
+        if (extras !== NO_EXTRAS) turn.attemptOutput = extras.output;
         const incapable = outputRefusal(extras) ?? modelIncapability(req.model, req);
         emitAttempt(run, turn, invocationId, attempt, to.provider, to.model, before, incapable, extras);
         const stream =
@@ -306,11 +309,15 @@ function openStream(
   }
 }
 
-/** `request` with what an attempt's extras add: the reasoning, the native output, the final tool, the instructions. */
+/**
+ * `request` with what an attempt's extras add: the reasoning, the native output, the final tool (and the tool choice
+ * that makes the model call a tool, unless the request has one), the instructions.
+ */
 function withExtras(request: StreamRequest, extras: AttemptExtras): StreamRequest {
-  const { reasoning, native, finalTool, instructions } = extras;
+  const { reasoning, native, finalTool, instructions, toolChoice } = extras;
   return {
     ...request,
+    ...(toolChoice !== undefined && request.toolChoice === undefined ? { toolChoice } : {}),
     ...(instructions !== undefined
       ? { systemPrompt: request.systemPrompt ? `${request.systemPrompt}\n\n${instructions}` : instructions }
       : {}),

@@ -19,6 +19,7 @@ import { streamResponse } from './stream-response.js';
 import { resolveBlobs } from './resolve-blobs.js';
 import { answerUnexecuted, runToolBatch } from './tool-batch.js';
 import { endTurn } from './close-run.js';
+import { checkTextAnswer, type AnswerVerdict } from './output-turn.js';
 
 /** What a turn tells the loop: stop the run, call the model again, go on only if something is queued, or suspend. */
 export type TurnOutcome = 'end' | 'more' | 'idle' | 'suspend';
@@ -127,10 +128,23 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
     }
   }
   for (let i = 0; i < inject.length; i++) addMessage(run, inject[i]!);
+  // A run with `output`: a final answer (text, or the final tool's call, checked in the batch) settles the run, or is
+  // asked again. A turn another hook decided on (`stop`, `loop_to_model`) is not an answer.
+  let verdict: AnswerVerdict | undefined;
+  if (run.outputPlan !== undefined && decision === 'natural') {
+    if (state.finalAnswer !== undefined)
+      verdict = state.finalAnswer.ok ? 'done' : run.answer!.spent ? 'spent' : 'retry';
+    else if (calls.length === 0) verdict = yield* checkTextAnswer(run, state, final);
+  }
   endTurn(run, state, final, results);
 
   if (decision === 'stop') {
     run.outcome = 'stopped';
+    return 'end';
+  }
+  if (verdict === 'done') return 'end';
+  if (verdict === 'spent') {
+    run.outcome = 'failed';
     return 'end';
   }
   if (hooks.shouldStopAfterTurn !== undefined) {
@@ -149,7 +163,7 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
       return 'end';
     }
   }
-  if (decision === 'loop_to_model') return 'more';
+  if (decision === 'loop_to_model' || verdict === 'retry') return 'more';
   if (terminate) run.outcome = 'stopped';
   return calls.length > 0 && !terminate ? 'more' : 'idle';
 }

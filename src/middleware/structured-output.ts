@@ -24,6 +24,13 @@ export const STRUCTURED_OUTPUT_KEY = 'structuredOutput';
 export const STRUCTURED_OUTPUT_ERROR_KEY = 'structuredOutputError';
 
 /**
+ * @deprecated Use `output` on the run instead (docs/output.md): the runner asks each model for the answer in the
+ * strongest mode it has (native structured output, a final tool, or the prompt), validates it, owns the retry budget
+ * (`outputRetries`), and `prompt()` resolves to the typed value. Migration:
+ * `new Agent({ middleware: [new StructuredOutput(schema, { maxRetries: 2 })] })` + `output.valueOf(await agent.prompt(input))`
+ * becomes `await agent.prompt(input, { output: schema, outputRetries: 2 })` (or `output` as an Agent option). Kept,
+ * unchanged, for code written against it; it will be removed in a later minor version.
+ *
  * Makes the final answer a value of `schema`:
  * - `transformSystemPrompt` tells the model the JSON Schema to answer with (unless `instructions: false`);
  * - `afterModelResponse`, on a final answer (no tool calls), parses its text as JSON (a ```json fence is accepted) and
