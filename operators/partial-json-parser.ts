@@ -95,6 +95,13 @@ export class PartialJsonParser {
   private snapshot: unknown = undefined;
   private failure: string | undefined;
   private offset = 0;
+  /**
+   * Numbers are the one token whose shown value can go back (`1`, `1.` left out, `1.0`): each number token gets an id,
+   * and its shown value at the end of the last push is kept, so a push counts a change only when what it shows differs.
+   */
+  private numberId = 0;
+  private shownNumberId = -1;
+  private shownNumber: unknown = NONE;
 
   /** Whether the root value is complete (the text after it is ignored). */
   get done(): boolean {
@@ -107,8 +114,8 @@ export class PartialJsonParser {
   }
 
   /**
-   * Counts the changes {@link push} may have made to {@link value}: equal counts mean an equal value (the same object);
-   * a new count may still give an equal value (a number read as `1`, then `1.` left out, then `1.0`).
+   * Counts the pushes that changed {@link value}: an equal count means the same value (the same object), a new count a
+   * value that differs structurally from the one at the end of the push before.
    */
   get changes(): number {
     return this.version;
@@ -144,7 +151,7 @@ export class PartialJsonParser {
         while (j < n && !DELIMITERS.has(chunk.charCodeAt(j))) j++;
         if (j > i) {
           this.token += chunk.slice(i, j);
-          if (at === At.Number || LITERALS.has(this.token)) this.version++;
+          if (at === At.Literal && LITERALS.has(this.token)) this.version++;
           i = j;
           continue;
         }
@@ -182,7 +189,18 @@ export class PartialJsonParser {
       }
     }
     this.offset += n;
+    if (this.at === At.Number) {
+      const shown = this.shownToken();
+      if (!this.showsNumber(shown)) this.version++;
+      this.shownNumberId = this.numberId;
+      this.shownNumber = shown;
+    } else this.shownNumberId = -1;
     return this.version !== before;
+  }
+
+  /** Whether the last push ended showing `value` for the number token in progress (nothing, if it began since). */
+  private showsNumber(value: unknown): boolean {
+    return this.shownNumberId === this.numberId ? Object.is(this.shownNumber, value) : value === NONE;
   }
 
   private startValue(ch: string, index: number): void {
@@ -198,7 +216,7 @@ export class PartialJsonParser {
     } else if (ch === '-' || (ch >= '0' && ch <= '9')) {
       this.at = At.Number;
       this.token = ch;
-      this.version++;
+      this.numberId++;
     } else if (ch === 't' || ch === 'f' || ch === 'n') {
       this.at = At.Literal;
       this.token = ch;
@@ -212,6 +230,7 @@ export class PartialJsonParser {
     if (this.at === At.Number) {
       if (!NUMBER.test(token)) return this.fail(token, index - token.length, 'a number');
       value = Number(token);
+      if (!this.showsNumber(value)) this.version++;
     } else {
       if (!LITERALS.has(token)) return this.fail(token, index - token.length, 'true, false or null');
       value = LITERALS.get(token);

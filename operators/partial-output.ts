@@ -73,9 +73,13 @@ export function partialOutput(): OperatorFunction<AgentEvent, unknown> {
     new Observable<unknown>((subscriber) => {
       const runs = new Map<string, RunAnswers>();
       let last: unknown;
+      let lastAnswer: number | undefined;
       let emitted = false;
-      const emit = (value: unknown, answer: number) => {
-        if (emitted && jsonEqual(last, value)) return;
+      const emit = (value: unknown, answer: number, changed = false) => {
+        // Within one answer the parser knows a change exactly (no walk over the values); the first value of a new
+        // answer and the validated one are compared.
+        if (emitted && !(changed && lastAnswer === answer) && jsonEqual(last, value)) return;
+        lastAnswer = answer;
         emitted = true;
         last = value;
         if (typeof value === 'object' && value !== null && !answers.has(value)) answers.set(value, answer);
@@ -119,7 +123,7 @@ export function partialOutput(): OperatorFunction<AgentEvent, unknown> {
               const answer = (run.answer ??= newAnswer(run));
               if (answer.read(delta, output.mode === 'prompt')) {
                 const value = answer.parser.value;
-                if (value !== undefined) emit(value, answer.id);
+                if (value !== undefined) emit(value, answer.id, true);
               }
               break;
             }

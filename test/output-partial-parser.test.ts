@@ -57,21 +57,45 @@ describe('PartialJsonParser', () => {
     );
   });
 
-  it('reports a change exactly when the value may differ: an unchanged count keeps the same object', () => {
+  it('reports a change exactly when the value differs structurally; no change keeps the same object', () => {
     fc.assert(
-      fc.property(jsonValue, fc.array(fc.nat(), { maxLength: 12 }), (value, points) => {
-        const parser = new PartialJsonParser();
-        let before = parser.value;
-        for (const chunk of cut(JSON.stringify(value), points)) {
-          const count = parser.changes;
-          const changed = parser.push(chunk);
-          expect(changed).toBe(parser.changes !== count);
-          if (!changed) expect(parser.value).toBe(before);
-          before = parser.value;
+      fc.property(jsonValue, indent, fc.array(fc.nat(), { maxLength: 12 }), (value, space, points) => {
+        for (const text of textsOf(value, space)) {
+          const parser = new PartialJsonParser();
+          let before = parser.value;
+          for (const chunk of cut(text, points)) {
+            const count = parser.changes;
+            const changed = parser.push(chunk);
+            expect(changed).toBe(parser.changes !== count);
+            if (changed) expect(parser.value).not.toEqual(before);
+            else expect(parser.value).toBe(before);
+            before = parser.value;
+          }
         }
       }),
-      { numRuns: 300 },
+      { numRuns: 400 },
     );
+  });
+
+  it('a number that shows the same value again after a push is no change (`1`, then `.0`)', () => {
+    const parser = new PartialJsonParser();
+    parser.push('[1');
+    const one = parser.value;
+    expect(parser.push('.0')).toBe(false);
+    expect(parser.value).toBe(one);
+    expect(parser.push('.')).toBe(true); // `1.0.` is no number: left out
+    expect(parser.value).toEqual([]);
+    expect(parser.push(']')).toBe(false); // ends it: not JSON, the parser stops where it was
+    expect(parser.error).toBe('Not JSON at offset 1: expected a number, found "1.0."');
+    expect(parser.value).toEqual([]);
+    const cutNumber = new PartialJsonParser();
+    cutNumber.push('[-');
+    expect(cutNumber.changes).toBe(1); // the array; a lone `-` shows nothing
+    expect(cutNumber.push('2')).toBe(true);
+    expect(cutNumber.push('e')).toBe(true); // `-2e` is left out until its exponent comes
+    expect(cutNumber.value).toEqual([]);
+    expect(cutNumber.push('0]')).toBe(true);
+    expect(cutNumber.value).toEqual([-2]);
   });
 
   it('never throws on text that is not JSON; JSON.parse-able garbage gets JSON.parse’s value', () => {
