@@ -31,6 +31,8 @@ interface Frame {
   key: string | undefined;
   /** An array's copy in the latest value built. */
   shown?: readonly unknown[] | undefined;
+  /** How many complete children it has. */
+  size: number;
 }
 
 /** How many elements of an array the parser knows to be complete (the last one shown may still grow). */
@@ -95,6 +97,7 @@ export class PartialJsonParser {
   private snapshot: unknown = undefined;
   private failure: string | undefined;
   private offset = 0;
+  private buildSize = 0;
   /**
    * Numbers are the one token whose shown value can go back (`1`, `1.` left out, `1.0`): each number token gets an id,
    * and its shown value at the end of the last push is kept, so a push counts a change only when what it shows differs.
@@ -119,6 +122,14 @@ export class PartialJsonParser {
    */
   get changes(): number {
     return this.version;
+  }
+
+  /**
+   * What building the latest {@link value} cost: the children of the open containers it copied (their complete
+   * children are shared, not copied again). A consumer that builds a value per delta can space its reads by it.
+   */
+  get lastBuildSize(): number {
+    return this.buildSize;
   }
 
   /** The value of the text so far (see the class); `undefined` before anything can be shown. */
@@ -210,7 +221,7 @@ export class PartialJsonParser {
       this.text = '';
       this.version++;
     } else if (ch === '{' || ch === '[') {
-      this.stack.push({ array: ch === '[', items: ch === '[' ? [] : {}, key: undefined });
+      this.stack.push({ array: ch === '[', items: ch === '[' ? [] : {}, key: undefined, size: 0 });
       this.at = ch === '[' ? At.ArrayFirst : At.ObjectFirst;
       this.version++;
     } else if (ch === '-' || (ch >= '0' && ch <= '9')) {
@@ -321,6 +332,7 @@ export class PartialJsonParser {
       this.at = At.Done;
       return;
     }
+    top.size++;
     if (top.array) (top.items as unknown[]).push(value);
     else {
       setOwn(top.items as Record<string, unknown>, top.key!, value);
@@ -358,6 +370,9 @@ export class PartialJsonParser {
   private build(): unknown {
     if (this.root !== NONE) return this.root;
     let child: Shown = this.shownToken();
+    let size = 0;
+    for (const frame of this.stack) size += frame.size;
+    this.buildSize = size;
     for (let k = this.stack.length - 1; k >= 0; k--) {
       const frame = this.stack[k]!;
       if (frame.array) {

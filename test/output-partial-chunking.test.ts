@@ -72,6 +72,21 @@ describe('partialOutput() over any chunking', () => {
     ]);
   });
 
+  it('a wide open array spaces the values by its width (O(n) in total); the message’s last value still comes', () => {
+    const items = [...Array.from({ length: 640 }, (_, i) => i), 'x'.repeat(200)];
+    const json = JSON.stringify({ items });
+    const input = [attempt('native'), start(), ...[...json].map((c) => text(c)), end()];
+    const values = collect(from(input).pipe(partialOutput()));
+    expect(values.at(-1)).toEqual(JSON.parse(json));
+    for (let i = 1; i < values.length; i++) expect(values[i]).not.toEqual(values[i - 1]);
+    // While the last item is written, the open array holds 640 complete items: a value per 20 characters of it (the
+    // copy of 640 items per value), not one per character.
+    const writing = values.filter((v) => (v as { items?: unknown[] }).items?.length === 641);
+    expect(writing.length).toBeGreaterThan(1);
+    expect(writing.length).toBeLessThanOrEqual(Math.ceil(202 / 20) + 1);
+    expect(collect(from(input).pipe(partialOutput(), elements('items')))).toEqual(items);
+  });
+
   it('types the values from the schema, and elements() from the path', () => {
     const Books = z.object({ title: z.string(), books: z.array(z.object({ name: z.string(), year: z.number() })) });
     const events$ = from([] as AgentEvent[]);
