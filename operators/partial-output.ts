@@ -35,7 +35,10 @@ export function answerOf(value: unknown): number | undefined {
 
 /**
  * A run's typed answer while it is written: from the run's events, a stream of deep-partial values of the answer,
- * each emitted only when it differs (structurally) from the one before, the last equal to the validated answer.
+ * each emitted only when it differs (structurally) from the one before, the last equal to the validated answer. While
+ * the open containers are wide (an array of thousands of items being written), values are spaced: the next is built
+ * once the text has grown by 1/32 of what the last one copied, so building them costs O(n) over the answer; no change
+ * is lost, and a message's last value is built at its `message_end`.
  *
  * Where the JSON comes from is what each `model_attempt` says (`output.mode`): in `native` and `prompt` mode the
  * assistant message's text deltas (in `prompt` mode, text before the first `{` or `[` — a Markdown fence, a sentence —
