@@ -97,6 +97,9 @@ describe('partialOutput() over any chunking', () => {
     });
     const books$ = partial$.pipe(elements('books'));
     expectTypeOf(books$).toEqualTypeOf<Observable<{ name: string; year: number }>>();
+    expectTypeOf(events$.pipe(partialOutput({ schema: Books, name: 'books' }), elements('books'))).toEqualTypeOf<
+      Observable<{ name: string; year: number }>
+    >();
     expectTypeOf(events$.pipe(partialOutput())).toEqualTypeOf<Observable<unknown>>();
     expectTypeOf(events$.pipe(partialOutput<{ n: number }>())).toMatchTypeOf<Observable<{ readonly n?: number }>>();
   });
