@@ -5,6 +5,7 @@
 export { assembleMessages } from './assemble-messages.js';
 export { appendToCheckpoint, type AppendToCheckpointOptions, type CheckpointWriter } from './append-to-checkpoint.js';
 export { chainedRule, chainHooks } from './chain-hooks.js';
+export { elements, type ElementAt } from './elements.js';
 export { executeToolCalls, type IndexedOutcome } from './execute-tool-calls.js';
 export { finalMessage } from './final-message.js';
 export { foldHooks, type HookRule } from './fold-hooks.js';
@@ -25,6 +26,7 @@ export {
 } from './merge-turn-actions.js';
 export { numberEvents } from './number-events.js';
 export { ofType } from './of-type.js';
+export { partialOutput, type DeepPartial, type OutputTypeOf, type PartialOutput } from './partial-output.js';
 export { anyTrueStopsRule, stopWhenAny } from './stop-when-any.js';
 export { textDeltas, thinkingDeltas } from './text-deltas.js';
 export { throttleDeltas } from './throttle-deltas.js';

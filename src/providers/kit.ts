@@ -8,7 +8,8 @@
  * - {@link classifyError}, {@link classifyErrorCode} and {@link parseRetryAfter}: a failure as the terminal `error`
  *   event's `errorKind` and `retryAfterMs`.
  * - {@link stallTimeouts}: a request's stall limits, from its `StreamOptions` and the model.
- * - {@link parsePartialJson} and {@link parseToolArguments}: the tolerant and the strict parse of tool-call arguments.
+ * - {@link parsePartialJson} and {@link parseToolArguments}: the tolerant and the strict parse of tool-call arguments;
+ *   {@link PartialJsonParser}: the tolerant parse delta by delta (O(n) for a text of n characters however it is cut).
  *
  * Browser-safe: the kit loads no vendor SDK and no `node:` module (an SDK's error classes are passed in).
  *
@@ -28,4 +29,4 @@ export {
 export { MessageAssembler, type MessageAssemblerInit } from './message-assembler.js';
 export { classifyError, classifyErrorCode, type ErrorClassification, type SdkErrorClasses } from './classify-error.js';
 export { parseRetryAfter, type HeadersLike } from './parse-retry-after.js';
-export { parsePartialJson, parseToolArguments, type ToolArgumentsParse } from './partial-json.js';
+export { parsePartialJson, parseToolArguments, PartialJsonParser, type ToolArgumentsParse } from './partial-json.js';

@@ -3,6 +3,8 @@
  * @module
  */
 
+export { PartialJsonParser } from '../../operators/partial-json-parser.js';
+
 /**
  * Parses JSON that may be cut off anywhere, for previews of streaming tool arguments: open strings, arrays and
  * objects are closed, and a trailing incomplete token (a key without a value, `tru`, `1.`, a dangling comma) is
