@@ -9,7 +9,7 @@ import type { FileContent, ImageContent } from '../types/content.js';
 import { HttpError } from './http.js';
 
 /** The largest file a client may send when the server is not told otherwise: 10 MiB of decoded bytes. */
-export const DEFAULT_MAX_FILE_BYTES = 10 * 1_048_576;
+export const DEFAULT_SERVER_MAX_FILE_BYTES = 10 * 1_048_576;
 
 /** The image types every provider takes as an image block: such a file becomes an `image` block, not a `file`. */
 const IMAGE_BLOCK_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);

@@ -10,7 +10,7 @@ import { toUIMessageStream } from '../../operators/to-ui-message-stream.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import type { UserContent } from '../types/content.js';
 import { userMessage, type UserMessage } from '../types/messages.js';
-import { DEFAULT_MAX_FILE_BYTES } from './file-input.js';
+import { DEFAULT_SERVER_MAX_FILE_BYTES } from './file-input.js';
 import { agUiContent, chatContent } from './front-end-content.js';
 import { FrameReader, frameOf } from './frame-pump.js';
 import { HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
@@ -44,7 +44,7 @@ function isEmpty(content: string | readonly UserContent[]): boolean {
  */
 export function readChatRequest(
   body: unknown,
-  maxFileBytes: number = DEFAULT_MAX_FILE_BYTES,
+  maxFileBytes: number = DEFAULT_SERVER_MAX_FILE_BYTES,
 ): { readonly id: unknown; readonly prompt: string | UserMessage } {
   const { id, messages, trigger } = (body ?? {}) as { id?: unknown; messages?: unknown; trigger?: unknown };
   if (trigger !== undefined && trigger !== 'submit-message') {
@@ -75,7 +75,7 @@ export function readChatRequest(
  */
 export function readAgUiRequest(
   body: unknown,
-  maxFileBytes: number = DEFAULT_MAX_FILE_BYTES,
+  maxFileBytes: number = DEFAULT_SERVER_MAX_FILE_BYTES,
 ): { readonly threadId: unknown; readonly prompt: string | UserMessage } {
   const { threadId, messages } = (body ?? {}) as { threadId?: unknown; messages?: unknown };
   const last = Array.isArray(messages)

@@ -44,7 +44,7 @@ export {
   type JwtKeys,
 } from './jwt-authenticator.js';
 export {
-  DEFAULT_MAX_FILE_BYTES,
+  DEFAULT_SERVER_MAX_FILE_BYTES,
   FileInputError,
   fileBytesProblem,
   toFileBlock,

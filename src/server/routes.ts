@@ -10,7 +10,7 @@ import type { Principal } from '../types/principal.js';
 import { createAccess, type Access, type AccessMetrics, type AccessOptions } from './access.js';
 import { bearerToken } from './auth.js';
 import { sseChunk, type RunStreamReader } from './frame-pump.js';
-import { DEFAULT_MAX_FILE_BYTES } from './file-input.js';
+import { DEFAULT_SERVER_MAX_FILE_BYTES } from './file-input.js';
 import { errorResponse, HEARTBEAT, HttpError, SSE_HEADERS } from './http.js';
 import { checkHost, checkJsonType, checkOrigin, hostPolicy, type HostPolicy } from './request-guards.js';
 
@@ -151,7 +151,7 @@ export function resolveServing(owner: string, options: ServingOptions): ServerSe
     basePath,
     heartbeatMs: options.heartbeatMs ?? 15_000,
     maxBodyBytes: options.maxBodyBytes ?? 1_048_576,
-    maxFileBytes: options.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES,
+    maxFileBytes: options.maxFileBytes ?? DEFAULT_SERVER_MAX_FILE_BYTES,
     hosts: hostPolicy(
       owner,
       options.allowedHosts,

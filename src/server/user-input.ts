@@ -6,7 +6,7 @@
 import { toMessages } from '../agent/input.js';
 import { InvalidInputError } from '../types/errors.js';
 import type { UserMessage } from '../types/messages.js';
-import { DEFAULT_MAX_FILE_BYTES, httpFileBlock } from './file-input.js';
+import { DEFAULT_SERVER_MAX_FILE_BYTES, httpFileBlock } from './file-input.js';
 import { HttpError } from './http.js';
 
 /**
@@ -20,7 +20,7 @@ import { HttpError } from './http.js';
  */
 export function userInput(
   input: unknown,
-  maxFileBytes: number = DEFAULT_MAX_FILE_BYTES,
+  maxFileBytes: number = DEFAULT_SERVER_MAX_FILE_BYTES,
 ): string | UserMessage | readonly UserMessage[] {
   if (input === undefined) throw new HttpError(400, 'invalid_input', 'the body must be {"input": …}');
   let messages;
