@@ -8,7 +8,7 @@
 // formats), the JSON split in pieces as a constrained model streams it.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { Agent, defineTool, findModel, type AgentEvent, type Model, type Provider } from 'cubepi';
+import { Agent, defineTool, findModel, OutputError, type AgentEvent, type Model, type Provider } from 'cubepi';
 import { AnthropicProvider } from 'cubepi/providers/anthropic';
 import { GoogleProvider } from 'cubepi/providers/google';
 import { OpenAIProvider, OpenAIResponsesProvider } from 'cubepi/providers/openai';
@@ -227,5 +227,24 @@ describe.each(vendors)('$name: output through a whole run', (vendor) => {
       outcome: 'completed',
       output: { city: 'Oslo', celsius: 7 },
     });
+  });
+
+  it('the budget spent (outputRetries 0, an invalid answer): prompt rejects with OutputError, nothing more is sent', async () => {
+    server.reply(toolRound(vendor.wire), jsonAnswer(vendor.wire, '{"city":"Oslo"}'));
+    const { agent, events } = run(vendor);
+
+    const error = (await agent
+      .prompt('Weather in Oslo?', { output: OUTPUT, outputRetries: 0 })
+      .catch((e: unknown) => e)) as OutputError;
+
+    expect(error).toBeInstanceOf(OutputError);
+    expect(error).toMatchObject({ reason: 'invalid', outcome: 'failed', attempts: 1 });
+    expect(error.issues.map((issue) => issue.path)).toEqual([['celsius']]);
+    expect(server.requests).toHaveLength(2);
+    expect(ofType(events, 'output_invalid').map((event) => [event.attempt, event.retrying])).toEqual([[1, false]]);
+    const end = ofType(events, 'agent_end')[0]!;
+    expect(end.outcome).toBe('failed');
+    expect(end.output).toBeUndefined();
+    expect(end.outputError).toEqual({ reason: 'invalid', issues: error.issues, attempts: 1 });
   });
 });
