@@ -1,11 +1,12 @@
-// Native structured output through a whole Agent run, over the real SDKs against one local server: OpenAI Chat
-// Completions, OpenAI Responses, Anthropic Messages and Gemini. Each run has one tool round (the server answers a tool
+// Native structured output through a whole Agent run, over the real SDKs against local servers: OpenAI Chat
+// Completions, OpenAI Responses, Anthropic Messages and Gemini (one HTTP replay server), Bedrock Converse (the HTTP/2
+// server). Each run has one tool round (the server answers a tool
 // call first, then the JSON text), and `agent.prompt(…, { output })` resolves to the typed value. The request bodies
 // are asserted: the vendor's native field and the run's tools on the request after the tool round, and — when the
 // first JSON answer is invalid — the issues in a user message on the request that asks for the corrected one.
 //
 // No recording holds a structured-output stream: the answers are the conformance kit's wire builders (the documented
-// formats), the JSON split in pieces as a constrained model streams it.
+// formats; Converse's event-stream frames for Bedrock), the JSON split in pieces as a constrained model streams it.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, defineTool, findModel, OutputError, type AgentEvent, type Model, type Provider } from 'cubepi';
@@ -20,6 +21,8 @@ import {
   type ConformanceWire,
   type WireReply,
 } from 'cubepi/testing';
+import { answer as bedrockAnswer, useBedrockServer } from '../providers/bedrock-native.js';
+import { streamOf } from '../providers/bedrock-server.js';
 import { ReplayServer, sse, type Reply } from '../providers/replay-server.js';
 
 let server: ReplayServer;
@@ -27,7 +30,13 @@ beforeAll(async () => {
   server = await ReplayServer.start();
 });
 afterAll(() => server.close());
-beforeEach(() => server.reset());
+const bedrock = useBedrockServer();
+/** How many requests the Bedrock server had seen when the test began (it keeps them all). */
+let bedrockMark = 0;
+beforeEach(() => {
+  server.reset();
+  bedrockMark = bedrock.server().requests.length;
+});
 
 const Weather = z.object({ city: z.string(), celsius: z.number() });
 const WEATHER_SCHEMA = {
@@ -55,6 +64,32 @@ const toolRound = (wire: ConformanceWire) =>
   replyOf(wire.toolCall({ id: 'call_1', name: 'lookup', argumentParts: ['{"ci', 'ty":"Os', 'lo"}'] }, USAGE));
 const jsonAnswer = (wire: ConformanceWire, json: string) => replyOf(wire.text(json.match(/.{1,5}/gs)!, USAGE));
 
+const httpQueue =
+  (wire: ConformanceWire) =>
+  (...answers: Answer[]) =>
+    server.reply(...answers.map((a) => (a === 'tool' ? toolRound(wire) : jsonAnswer(wire, a.json))));
+
+const bedrockFrames = (answer: Answer) =>
+  answer !== 'tool'
+    ? bedrockAnswer(...answer.json.match(/.{1,5}/gs)!)
+    : streamOf([
+        { type: 'messageStart', body: { role: 'assistant' } },
+        {
+          type: 'contentBlockStart',
+          body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: 'call_1', name: 'lookup' } } },
+        },
+        ...['{"ci', 'ty":"Os', 'lo"}'].map((input) => ({
+          type: 'contentBlockDelta',
+          body: { contentBlockIndex: 0, delta: { toolUse: { input } } },
+        })),
+        { type: 'contentBlockStop', body: { contentBlockIndex: 0 } },
+        { type: 'messageStop', body: { stopReason: 'tool_use' } },
+        {
+          type: 'metadata',
+          body: { usage: { inputTokens: 20, outputTokens: 10, totalTokens: 30 }, metrics: { latencyMs: 1 } },
+        },
+      ]);
+
 /** The text parts of a content field that is a string or a list of parts (`text` on every vendor's text part). */
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -62,9 +97,16 @@ function textOf(content: unknown): string {
   return content.map((part: { text?: unknown }) => (typeof part.text === 'string' ? part.text : '')).join('');
 }
 
+/** What the server answers next: the tool call round, or a text answer with this JSON. */
+type Answer = 'tool' | { readonly json: string };
+
 interface Vendor {
   readonly name: string;
-  readonly wire: ConformanceWire;
+  /** Queues the answers on the vendor's server, in order. */
+  readonly queue: (...answers: Answer[]) => void;
+  /** The requests the vendor's server received in this test. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  readonly requests: () => { path: string; body: any }[];
   readonly model: Model;
   readonly provider: () => Provider;
   /** The path the SDK posts to. */
@@ -81,7 +123,8 @@ interface Vendor {
 const vendors: Vendor[] = [
   {
     name: 'OpenAI Chat Completions (gpt-4o)',
-    wire: openAIChatWire,
+    queue: httpQueue(openAIChatWire),
+    requests: () => server.requests,
     model: findModel('gpt-4o')!,
     provider: () => new OpenAIProvider({ apiKey: 'test-key', baseURL: `${server.url}/v1` }),
     path: /^\/v1\/chat\/completions$/,
@@ -98,7 +141,8 @@ const vendors: Vendor[] = [
   },
   {
     name: 'OpenAI Responses (gpt-4.1)',
-    wire: openAIResponsesWire,
+    queue: httpQueue(openAIResponsesWire),
+    requests: () => server.requests,
     model: findModel('gpt-4.1')!,
     provider: () => new OpenAIResponsesProvider({ apiKey: 'test-key', baseURL: `${server.url}/v1` }),
     path: /^\/v1\/responses$/,
@@ -120,7 +164,8 @@ const vendors: Vendor[] = [
   },
   {
     name: 'Anthropic Messages (claude-sonnet-4-6)',
-    wire: anthropicMessagesWire,
+    queue: httpQueue(anthropicMessagesWire),
+    requests: () => server.requests,
     model: findModel('claude-sonnet-4-6')!,
     provider: () => new AnthropicProvider({ apiKey: 'test-key', baseURL: server.url }),
     path: /^\/v1\/messages/,
@@ -136,7 +181,8 @@ const vendors: Vendor[] = [
   },
   {
     name: 'Gemini (gemini-3-flash-preview)',
-    wire: geminiWire,
+    queue: httpQueue(geminiWire),
+    requests: () => server.requests,
     model: findModel('gemini-3-flash-preview')!,
     provider: () => new GoogleProvider({ apiKey: 'test-key', baseURL: server.url }),
     path: /\/models\/gemini-3-flash-preview:streamGenerateContent/,
@@ -154,6 +200,29 @@ const vendors: Vendor[] = [
     lastMessage: (body) => {
       const last = body.contents.at(-1);
       return { role: last.role, text: textOf(last.parts) };
+    },
+  },
+  {
+    name: 'Bedrock Converse (global.anthropic.claude-sonnet-4-5-20250929-v1:0)',
+    queue: (...answers) => void bedrock.server().reply(...answers.map(bedrockFrames)),
+    requests: () => bedrock.server().requests.slice(bedrockMark),
+    model: findModel('global.anthropic.claude-sonnet-4-5-20250929-v1:0')!,
+    provider: () => bedrock.provider({ cacheRetention: 'none' }),
+    path: /^\/model\/global\.anthropic\.claude-sonnet-4-5-20250929-v1%3A0\/converse-stream$/,
+    expectNative: (body) => {
+      expect(body.outputConfig.textFormat).toMatchObject({
+        type: 'json_schema',
+        structure: { jsonSchema: { name: 'weather', description: 'The weather in a city' } },
+      });
+      expect(JSON.parse(body.outputConfig.textFormat.structure.jsonSchema.schema)).toEqual({
+        ...WEATHER_SCHEMA,
+        description: 'The weather in a city',
+      });
+    },
+    toolNames: (body) => body.toolConfig.tools.map((tool: { toolSpec: { name: string } }) => tool.toolSpec.name),
+    lastMessage: (body) => {
+      const last = body.messages.at(-1);
+      return { role: last.role, text: textOf(last.content) };
     },
   },
 ];
@@ -174,7 +243,7 @@ describe.each(vendors)('$name: output through a whole run', (vendor) => {
 
   it('one tool round, then the JSON text: prompt resolves to the typed value; the native field and the tools on the request', async () => {
     lookups.length = 0;
-    server.reply(toolRound(vendor.wire), jsonAnswer(vendor.wire, '{"city":"Oslo","celsius":7}'));
+    vendor.queue('tool', { json: '{"city":"Oslo","celsius":7}' });
     const { agent, events } = run(vendor);
 
     const value = await agent.prompt('Weather in Oslo?', { output: OUTPUT });
@@ -183,12 +252,12 @@ describe.each(vendors)('$name: output through a whole run', (vendor) => {
     const typed: { city: string; celsius: number } = value;
     expect(typed.celsius).toBe(7);
     expect(lookups).toEqual(['Oslo']); // the tool ran, between the two requests
-    expect(server.requests).toHaveLength(2);
-    for (const request of server.requests) expect(request.path).toMatch(vendor.path);
-    const second = server.requests[1]!.body;
+    expect(vendor.requests()).toHaveLength(2);
+    for (const request of vendor.requests()) expect(request.path).toMatch(vendor.path);
+    const second = vendor.requests()[1]!.body;
     vendor.expectNative(second);
     expect(vendor.toolNames(second)).toEqual(['lookup']); // the run's tools, no final tool
-    vendor.expectNative(server.requests[0]!.body);
+    vendor.expectNative(vendor.requests()[0]!.body);
     expect(JSON.stringify(second)).toContain('Oslo: 7 degrees C'); // the tool's result went back
     expect(ofType(events, 'model_attempt').map((event) => event.output)).toEqual([
       { mode: 'native' },
@@ -200,11 +269,7 @@ describe.each(vendors)('$name: output through a whole run', (vendor) => {
   });
 
   it('an invalid JSON answer first: output_invalid, then the corrected one is asked with the issues in a user message', async () => {
-    server.reply(
-      toolRound(vendor.wire),
-      jsonAnswer(vendor.wire, '{"city":"Oslo","celsius":"seven"}'),
-      jsonAnswer(vendor.wire, '{"city":"Oslo","celsius":7}'),
-    );
+    vendor.queue('tool', { json: '{"city":"Oslo","celsius":"seven"}' }, { json: '{"city":"Oslo","celsius":7}' });
     const { agent, events } = run(vendor);
 
     expect(await agent.prompt('Weather in Oslo?', { output: OUTPUT })).toEqual({ city: 'Oslo', celsius: 7 });
@@ -213,8 +278,8 @@ describe.each(vendors)('$name: output through a whole run', (vendor) => {
     expect(invalid).toHaveLength(1);
     expect(invalid[0]).toMatchObject({ attempt: 1, retrying: true });
     expect(invalid[0]!.issues).toEqual([{ path: ['celsius'], message: expect.stringMatching(/expected number/) }]);
-    expect(server.requests).toHaveLength(3);
-    const third = server.requests[2]!.body;
+    expect(vendor.requests()).toHaveLength(3);
+    const third = vendor.requests()[2]!.body;
     const last = vendor.lastMessage(third);
     expect(last.role).toBe('user');
     expect(last.text).toMatch(/^Your answer is not valid:\n- celsius: .*expected number/);
@@ -230,7 +295,7 @@ describe.each(vendors)('$name: output through a whole run', (vendor) => {
   });
 
   it('the budget spent (outputRetries 0, an invalid answer): prompt rejects with OutputError, nothing more is sent', async () => {
-    server.reply(toolRound(vendor.wire), jsonAnswer(vendor.wire, '{"city":"Oslo"}'));
+    vendor.queue('tool', { json: '{"city":"Oslo"}' });
     const { agent, events } = run(vendor);
 
     const error = (await agent
@@ -240,7 +305,7 @@ describe.each(vendors)('$name: output through a whole run', (vendor) => {
     expect(error).toBeInstanceOf(OutputError);
     expect(error).toMatchObject({ reason: 'invalid', outcome: 'failed', attempts: 1 });
     expect(error.issues.map((issue) => issue.path)).toEqual([['celsius']]);
-    expect(server.requests).toHaveLength(2);
+    expect(vendor.requests()).toHaveLength(2);
     expect(ofType(events, 'output_invalid').map((event) => [event.attempt, event.retrying])).toEqual([[1, false]]);
     const end = ofType(events, 'agent_end')[0]!;
     expect(end.outcome).toBe('failed');
