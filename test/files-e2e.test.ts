@@ -1,6 +1,7 @@
 // A PDF file block through a whole Agent run on every provider, over the real SDKs against local servers (OpenAI
 // Chat Completions, OpenAI Responses, Anthropic and Gemini on the HTTP replay server, Bedrock on the HTTP/2 Converse
-// server): the request body holds the vendor's document part with the very bytes of the prompt. A model whose table
+// server): the request body holds the vendor's document part with the very bytes of the prompt, and a tool's PDF
+// result reaches the next request with the same bytes. A model whose table
 // row lacks `pdf` is refused before any request (`model_incapable`, the attempt's `incapable`), the server seeing
 // nothing. Then a thread checkpointed in SQLite, the PDF stored by reference, continued by a new Agent on a new
 // checkpointer over the same file: the second request carries the same base64 string as the first.
@@ -10,7 +11,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { lastValueFrom, toArray } from 'rxjs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Agent, findModel, type AgentEvent, type Model, type Provider } from 'cubepi';
+import { z } from 'zod';
+import { Agent, defineTool, findModel, type AgentEvent, type Model, type Provider } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { AnthropicProvider } from 'cubepi/providers/anthropic';
 import { GoogleProvider } from 'cubepi/providers/google';
@@ -24,6 +26,7 @@ import {
 } from 'cubepi/testing';
 import { fakePdf, pdfMessage, type FakePdf } from './blobs/files.js';
 import { answer, useBedrockServer } from './providers/bedrock-native.js';
+import { streamOf } from './providers/bedrock-server.js';
 import { ReplayServer, sse } from './providers/replay-server.js';
 
 let server: ReplayServer;
@@ -38,6 +41,49 @@ const PDF = fakePdf(6_000, 30);
 const USAGE = { input: 20, output: 3 };
 const textReply = (wire: ConformanceWire) => sse(wire.text(['Read ', 'it.'], USAGE).chunks.map(String).join(''));
 
+const toolReply = (wire: ConformanceWire) =>
+  sse(
+    wire
+      .toolCall({ id: 'call_1', name: 'fetch_report', argumentParts: ['{', '}'] }, USAGE)
+      .chunks.map(String)
+      .join(''),
+  );
+const bedrockToolCall = streamOf([
+  { type: 'messageStart', body: { role: 'assistant' } },
+  {
+    type: 'contentBlockStart',
+    body: { contentBlockIndex: 0, start: { toolUse: { toolUseId: 'call_1', name: 'fetch_report' } } },
+  },
+  { type: 'contentBlockDelta', body: { contentBlockIndex: 0, delta: { toolUse: { input: '{}' } } } },
+  { type: 'contentBlockStop', body: { contentBlockIndex: 0 } },
+  { type: 'messageStop', body: { stopReason: 'tool_use' } },
+  { type: 'metadata', body: { usage: { inputTokens: 5, outputTokens: 2, totalTokens: 7 }, metrics: { latencyMs: 1 } } },
+]);
+
+/** A tool whose result is a text and a PDF. */
+const fetchReport = (pdf: FakePdf) =>
+  defineTool({
+    name: 'fetch_report',
+    description: 'Fetches the report',
+    parameters: z.object({}),
+    execute: () => ({
+      content: [
+        { type: 'text', text: 'Attached.' },
+        { type: 'file', mimeType: 'application/pdf', data: pdf.base64, name: 'report.pdf' },
+      ],
+    }),
+  });
+
+/** Every string in `value` (deeply) that holds `needle`. */
+function stringsHolding(value: unknown, needle: string): string[] {
+  if (typeof value === 'string') return value.includes(needle) ? [value] : [];
+  if (Array.isArray(value)) return value.flatMap((item) => stringsHolding(item, needle));
+  if (value !== null && typeof value === 'object') {
+    return Object.values(value).flatMap((item) => stringsHolding(item, needle));
+  }
+  return [];
+}
+
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- request bodies are read field by field
 type Body = any;
 
@@ -47,6 +93,8 @@ interface Vendor {
   readonly provider: () => Provider;
   /** Queues the answer on the vendor's server. */
   readonly reply: () => void;
+  /** Queues a call of the `fetch_report` tool, then the answer. */
+  readonly replyAfterTool: () => void;
   /** The bodies the vendor's server received so far. */
   readonly bodies: () => Body[];
   /** Every content part of the request body's messages, in order. */
@@ -65,6 +113,7 @@ const vendors: Vendor[] = [
     model: findModel('gpt-4o')!,
     provider: () => new OpenAIProvider({ apiKey: 'test-key', baseURL: `${server.url}/v1` }),
     reply: () => server.reply(textReply(openAIChatWire)),
+    replyAfterTool: () => server.reply(toolReply(openAIChatWire), textReply(openAIChatWire)),
     bodies: () => server.requests.map((request) => request.body),
     parts: (body) => body.messages.flatMap((message: Body) => contentOf(message.content)),
     documentPart: (pdf) => ({
@@ -78,6 +127,7 @@ const vendors: Vendor[] = [
     model: findModel('gpt-4.1')!,
     provider: () => new OpenAIResponsesProvider({ apiKey: 'test-key', baseURL: `${server.url}/v1` }),
     reply: () => server.reply(textReply(openAIResponsesWire)),
+    replyAfterTool: () => server.reply(toolReply(openAIResponsesWire), textReply(openAIResponsesWire)),
     bodies: () => server.requests.map((request) => request.body),
     parts: (body) => body.input.flatMap((item: Body) => contentOf(item.content)),
     documentPart: (pdf) => ({
@@ -92,6 +142,7 @@ const vendors: Vendor[] = [
     model: findModel('claude-sonnet-4-6')!,
     provider: () => new AnthropicProvider({ apiKey: 'test-key', baseURL: server.url }),
     reply: () => server.reply(textReply(anthropicMessagesWire)),
+    replyAfterTool: () => server.reply(toolReply(anthropicMessagesWire), textReply(anthropicMessagesWire)),
     bodies: () => server.requests.map((request) => request.body),
     parts: (body) => body.messages.flatMap((message: Body) => contentOf(message.content)),
     documentPart: (pdf) => ({
@@ -107,6 +158,7 @@ const vendors: Vendor[] = [
     model: findModel('gemini-3-flash-preview')!,
     provider: () => new GoogleProvider({ apiKey: 'test-key', baseURL: server.url }),
     reply: () => server.reply(textReply(geminiWire)),
+    replyAfterTool: () => server.reply(toolReply(geminiWire), textReply(geminiWire)),
     bodies: () => server.requests.map((request) => request.body),
     parts: (body) => body.contents.flatMap((content: Body) => contentOf(content.parts)),
     documentPart: (pdf) => ({ inlineData: { mimeType: 'application/pdf', data: pdf.base64 } }),
@@ -117,6 +169,7 @@ const vendors: Vendor[] = [
     model: findModel('us.anthropic.claude-opus-5-5')!,
     provider: () => bedrock.provider({ cacheRetention: 'none' }),
     reply: () => void bedrock.server().reply(answer('Read ', 'it.')),
+    replyAfterTool: () => void bedrock.server().reply(bedrockToolCall, answer('Read ', 'it.')),
     bodies: () => bedrock.server().requests.map((request) => request.body),
     parts: (body) => body.messages.flatMap((message: Body) => contentOf(message.content)),
     documentPart: (pdf) => ({ document: { format: 'pdf', name: 'report', source: { bytes: pdf.base64 } } }),
@@ -146,6 +199,28 @@ describe.each(vendors)('$name: a PDF through a whole run', (vendor) => {
     expect(documents).toEqual([vendor.documentPart(PDF)]);
     expect(Buffer.from(vendor.dataOf(documents[0]), 'base64').equals(Buffer.from(PDF.bytes))).toBe(true);
     expect(agent.state.messages.map((message) => message.role)).toEqual(['user', 'assistant']);
+  });
+
+  it("a tool's PDF result reaches the next request with the same bytes, once", async () => {
+    const pdf = fakePdf(5_000, 32);
+    const before = vendor.bodies().length;
+    vendor.replyAfterTool();
+    const agent = new Agent({ provider: vendor.provider(), model: vendor.model, tools: [fetchReport(pdf)] });
+    const events = await lastValueFrom(agent.prompt$('Fetch the report and summarise it').pipe(toArray()));
+
+    expect(ofType(events, 'agent_end')[0]!.outcome).toBe('completed');
+    const bodies = vendor.bodies().slice(before);
+    expect(bodies).toHaveLength(2);
+    expect(stringsHolding(bodies[0], pdf.base64.slice(0, 40))).toEqual([]);
+    const held = stringsHolding(bodies[1], pdf.base64.slice(0, 40));
+    expect(held).toHaveLength(1);
+    expect(held[0]!.replace(/^data:application\/pdf;base64,/, '')).toBe(pdf.base64);
+    expect(agent.state.messages.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'toolResult',
+      'assistant',
+    ]);
   });
 });
 
