@@ -1,10 +1,10 @@
 // A PDF file block through a whole Agent run on every provider, over the real SDKs against local servers (OpenAI
 // Chat Completions, OpenAI Responses, Anthropic and Gemini on the HTTP replay server, Bedrock on the HTTP/2 Converse
 // server): the request body holds the vendor's document part with the very bytes of the prompt, and a tool's PDF
-// result reaches the next request with the same bytes. A model whose table
-// row lacks `pdf` is refused before any request (`model_incapable`, the attempt's `incapable`), the server seeing
-// nothing. Then a thread checkpointed in SQLite, the PDF stored by reference, continued by a new Agent on a new
-// checkpointer over the same file: the second request carries the same base64 string as the first.
+// result reaches the next request with the same bytes. A model whose table row lacks `pdf` is refused before any
+// request (`model_incapable`, the attempt's `incapable`), the server seeing nothing. Then a thread checkpointed in
+// SQLite, the PDF stored by reference, continued by a new Agent on a new checkpointer over the same file: the second
+// request carries the same base64 string as the first.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
