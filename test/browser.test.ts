@@ -38,9 +38,12 @@ const BROWSER_ENTRIES = [
  * Raised once, on purpose, by issue 17 (decisions, run state and patches, durable approvals, lifecycle hooks are part
  * of every Agent): 54.3 → 71.6 kB own code, 76.8 → 94.4 kB with rxjs. Raised again, on purpose, by issue 36 (the
  * provider boundary is checked on every model call — the stream guard and the full check of an assistant message —
- * and tool calls are stored before they run): measured 88.7 kB own code, 111.5 kB with rxjs.
+ * and tool calls are stored before they run): measured 88.7 kB own code, 111.5 kB with rxjs. Raised again, on
+ * purpose, by issue 30 (typed answers planned per model and validated, reasoning resolved per attempt, file blocks
+ * checked and stored blobs resolved before a request: ~19 kB of new modules every Agent runs): measured 114.6 kB own
+ * code, 137.9 kB with rxjs.
  */
-const BUDGET = { ownCode: 112_000, withRxjs: 140_000 };
+const BUDGET = { ownCode: 143_000, withRxjs: 172_000 };
 
 beforeAll(async () => {
   // `npm test` builds first; a lone `vitest run` builds here.

@@ -206,15 +206,18 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
           runIds.push(await queue.enqueue({ threadId, agent: 'notes', input: prompt }));
         }
       }
-      // Mid-run: the victim holds runs, some runs have ended.
-      await waitUntil('the victim is running runs', async () => {
-        const { rows } = await pool.query<{ n: string }>(
-          `SELECT count(*) AS n FROM "${schema}".cubepi_runs WHERE status = 'running' AND worker = $1`,
+      // Mid-run: the victim holds runs and a seeded number of runs have ended (a condition, not a sleep: on a loaded
+      // machine a fixed delay could let the queue drain before the kill).
+      const endedTarget = Math.floor(rand() * 8);
+      await waitUntil('the victim is running runs, some runs ended', async () => {
+        const { rows } = await pool.query<{ running: string; ended: string }>(
+          `SELECT count(*) FILTER (WHERE status = 'running' AND worker = $1) AS running,
+                  count(*) FILTER (WHERE status = 'ended') AS ended
+             FROM "${schema}".cubepi_runs`,
           [victim.id],
         );
-        return Number(rows[0]!.n) > 0;
+        return Number(rows[0]!.running) > 0 && Number(rows[0]!.ended) >= endedTarget;
       });
-      await sleep(Math.floor(rand() * 150));
       const { rows: endedBefore } = await pool.query<{ run_id: string }>(
         `SELECT run_id FROM "${schema}".cubepi_runs WHERE status = 'ended'`,
       );
