@@ -196,7 +196,9 @@ describe.skipIf(!haveChromium)('files on the cubepi serve page, in a headless Ch
       await page.fill('#prompt', 'Read it');
       await page.click('#send');
       await page.waitForSelector('#error:not([hidden])');
-      expect(await page.locator('#error').innerText()).toContain('input.content[1]: the bytes of a file block declared application/pdf are not a PDF');
+      expect(await page.locator('#error').innerText()).toContain(
+        'input.content[1]: the bytes of a file block declared application/pdf are not a PDF',
+      );
       // The refused file stays attached and the prompt comes back, to fix and send again.
       expect(await page.locator('#attachments .attachment-label').allInnerTexts()).toEqual([
         'fake.pdf · application/pdf · 22 B',
