@@ -63,7 +63,7 @@ describe.skipIf(!pgAvailable)('PostgresCheckpointer', () => {
     { name: 'conformance (a pool per writer, a schema per test)', describe, it },
   );
 
-  it('migrates an empty database: the schema, three tables, version 3 — once, however many start together', async () => {
+  it('migrates an empty database: the schema, its tables, version 4 — once, however many start together', async () => {
     const name = schema('migrate');
     const writers = Array.from({ length: 8 }, () => new PostgresCheckpointer(pool({ max: 1 }), { schema: name }));
     await Promise.all(writers.map((w) => w.migrate()));
