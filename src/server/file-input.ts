@@ -6,6 +6,7 @@
  * @module
  */
 import type { FileContent, ImageContent } from '../types/content.js';
+import { base64ByteLength } from '../types/check-file.js';
 import { HttpError } from './http.js';
 
 /** The largest file a client may send when the server is not told otherwise: 10 MiB of decoded bytes. */
@@ -15,7 +16,6 @@ export const DEFAULT_SERVER_MAX_FILE_BYTES = 10 * 1_048_576;
 const IMAGE_BLOCK_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 
 const MIME = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/;
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /** Why a file was refused: `status` 413 for one over the size limit, 400 for anything else. */
 export class FileInputError extends Error {
@@ -119,11 +119,9 @@ function decodeBase64(data: string): Uint8Array {
   return bytes.subarray(0, at);
 }
 
-/** The byte length of strict base64 `data` (padded, no whitespace), or `undefined` when it is not that. */
+/** The byte length of strict base64 `data` (padded, no whitespace; the core's count), or `undefined` when it is not that. */
 function base64Length(data: string): number | undefined {
-  if (data.length % 4 !== 0 || !BASE64.test(data)) return undefined;
-  const padding = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0;
-  return (data.length / 4) * 3 - padding;
+  return data.length % 4 !== 0 ? undefined : base64ByteLength(data);
 }
 
 /** What a file input may be: one source, a MIME type, maybe a name. */
