@@ -43,6 +43,9 @@ interface WorkerSpec {
   agents?: readonly string[];
 }
 
+/** The `application_name` of a worker process's PostgreSQL connections. */
+const appName = (workerId: string) => `cubepi-test-worker-${workerId}`;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(!pgAvailable)('run queue across processes', () => {
@@ -82,7 +85,12 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
     const child = spawn(process.execPath, ['--import', 'tsx', workerScript, ...args], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...(spec.modelUrl === undefined ? {} : { MODEL_URL: spec.modelUrl }) },
+      // Its connections are named after it (pg reads PGAPPNAME), so a test can see its statements in flight.
+      env: {
+        ...process.env,
+        PGAPPNAME: appName(id),
+        ...(spec.modelUrl === undefined ? {} : { MODEL_URL: spec.modelUrl }),
+      },
     });
     let output = '';
     let markReady!: () => void;
@@ -114,6 +122,14 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
       if (Date.now() > until) throw new Error(`timed out waiting until ${what}`);
       await sleep(100);
     }
+  }
+
+  async function heldBy(workerId: string): Promise<{ run_id: string }[]> {
+    const { rows } = await pool.query<{ run_id: string }>(
+      `SELECT run_id FROM "${schema}".cubepi_runs WHERE status = 'running' AND worker = $1 ORDER BY run_id`,
+      [workerId],
+    );
+    return rows;
   }
 
   const framesOf = (runId: string) => lastValueFrom(queue.frames(runId).pipe(toArray()));
@@ -207,27 +223,40 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
         }
       }
       // Mid-run: the victim holds runs and a seeded number of runs have ended (a condition, not a sleep: on a loaded
-      // machine a fixed delay could let the queue drain before the kill).
+      // machine a fixed delay could let the queue drain before the kill). Between seeing that and the kill the victim
+      // could finish what it held, so it is frozen first (SIGSTOP) and what it holds is read once none of its
+      // statements is still in flight; a victim found holding nothing is thawed and waited on again.
       const endedTarget = Math.floor(rand() * 8);
-      await waitUntil('the victim is running runs, some runs ended', async () => {
-        const { rows } = await pool.query<{ running: string; ended: string }>(
-          `SELECT count(*) FILTER (WHERE status = 'running' AND worker = $1) AS running,
-                  count(*) FILTER (WHERE status = 'ended') AS ended
-             FROM "${schema}".cubepi_runs`,
-          [victim.id],
-        );
-        return Number(rows[0]!.running) > 0 && Number(rows[0]!.ended) >= endedTarget;
-      });
+      let held: { run_id: string }[];
+      for (;;) {
+        await waitUntil('the victim is running runs, some runs ended', async () => {
+          const { rows } = await pool.query<{ running: string; ended: string }>(
+            `SELECT count(*) FILTER (WHERE status = 'running' AND worker = $1) AS running,
+                    count(*) FILTER (WHERE status = 'ended') AS ended
+               FROM "${schema}".cubepi_runs`,
+            [victim.id],
+          );
+          return Number(rows[0]!.running) > 0 && Number(rows[0]!.ended) >= endedTarget;
+        });
+        victim.child.kill('SIGSTOP');
+        await waitUntil("none of the frozen victim's statements is in flight", async () => {
+          const { rows } = await pool.query<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'`,
+            [appName(victim.id)],
+          );
+          return Number(rows[0]!.n) === 0;
+        });
+        held = await heldBy(victim.id);
+        if (held.length > 0) break;
+        victim.child.kill('SIGCONT');
+      }
       const { rows: endedBefore } = await pool.query<{ run_id: string }>(
         `SELECT run_id FROM "${schema}".cubepi_runs WHERE status = 'ended'`,
       );
       victim.child.kill('SIGKILL');
       await victim.exited;
-      const { rows: held } = await pool.query<{ run_id: string }>(
-        `SELECT run_id FROM "${schema}".cubepi_runs WHERE status = 'running' AND worker = $1`,
-        [victim.id],
-      );
-      expect(held.length).toBeGreaterThan(0);
+      // Frozen, it acknowledged nothing more: what it held is what it holds now.
+      expect(await heldBy(victim.id)).toEqual(held);
       await waitUntil('every run ended', async () => (await openRuns()) === 0, 120_000);
 
       for (const runId of runIds) {
