@@ -206,6 +206,7 @@ export {
   type HookErrorDetails,
   type HookName,
 } from './types/errors.js';
+export type { StaleStateVersion } from './types/errors.js';
 
 // Checkpointing: the contract, the in-memory backend and the errors of every backend (SQLite and PostgreSQL have their
 // own entry points, so their drivers are never loaded by `cubepi`).

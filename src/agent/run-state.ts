@@ -237,6 +237,8 @@ export function runSink(run: RunState, call?: number): HookSink {
 
 /** Applies `patch` of `producer` to the run state (see {@link runSink}); throws a `StatePatchConflictError`. */
 export function applyRunPatch(run: RunState, producer: string, patch: StatePatch, call?: number): void {
+  if (patch.baseVersion !== undefined && patch.baseVersion !== run.state.version)
+    throw staleVersion(run, producer, patch);
   const keys = run.turn?.batchKeys;
   if (keys !== undefined && call !== undefined) {
     for (const key of patchedKeys(patch)) {
@@ -257,6 +259,22 @@ export function applyRunPatch(run: RunState, producer: string, patch: StatePatch
     baseVersion,
     version: run.state.version,
     patch,
+  });
+}
+
+/** The conflict of a patch whose `baseVersion` is not the state's version, naming who made that version if known. */
+function staleVersion(run: RunState, producer: string, patch: StatePatch): StatePatchConflictError {
+  const actualVersion = run.state.version;
+  let lastProducer: string | undefined;
+  for (const change of Object.values(run.state.changedBy)) {
+    if (change.version === actualVersion) lastProducer = change.producer;
+  }
+  return new StatePatchConflictError({
+    producer,
+    keys: patchedKeys(patch),
+    expectedVersion: patch.baseVersion!,
+    actualVersion,
+    lastProducer,
   });
 }
 

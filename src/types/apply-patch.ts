@@ -50,7 +50,7 @@ export function patchedKeys(patch: StatePatch): string[] {
 
 /**
  * Throws `TypeError` saying what is wrong unless `value` is a {@link StatePatch} whose data JSON can hold and whose
- * keys are not reserved (`cubepi:…`).
+ * keys are not reserved (`cubepi:…`), and whose `baseVersion`, if any, is an integer of 0 or more.
  */
 export function checkPatch(value: unknown): asserts value is StatePatch {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -84,12 +84,24 @@ export function checkPatch(value: unknown): asserts value is StatePatch {
   }
   if (patch.removeContextFragmentIds !== undefined && !isStringList(patch.removeContextFragmentIds))
     throw new TypeError('patch.removeContextFragmentIds must be ids');
+  if (
+    patch.baseVersion !== undefined &&
+    !(Number.isSafeInteger(patch.baseVersion) && (patch.baseVersion as number) >= 0)
+  )
+    throw new TypeError('patch.baseVersion must be a state version (an integer of 0 or more)');
 }
 
 /** Keys of `values` a patch may not touch: the Agent stores its bookkeeping under them (see `docs/state.md`). */
 const RESERVED_PREFIX = 'cubepi:';
 
-const PATCH_FIELDS = new Set(['set', 'delete', 'appendEvents', 'addContextFragments', 'removeContextFragmentIds']);
+const PATCH_FIELDS = new Set([
+  'set',
+  'delete',
+  'appendEvents',
+  'addContextFragments',
+  'removeContextFragmentIds',
+  'baseVersion',
+]);
 
 function isStringList(value: unknown): value is readonly string[] {
   return Array.isArray(value) && value.every((item) => typeof item === 'string');

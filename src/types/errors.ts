@@ -313,22 +313,72 @@ export class CheckpointSchemaError extends CheckpointError {
 }
 
 /**
- * Two patches from one parallel tool batch changed the same key of the run state: which one should win is not
- * defined, so neither silently does. The run ends (outcome `failed`); both producers are named.
+ * A patch the run state cannot take as it is: two patches from one parallel tool batch changed the same key (which one
+ * should win is not defined, so neither silently does), or a patch declared the state version it read
+ * (`StatePatch.baseVersion`) and the state has moved on since. The run ends (outcome `failed`); the producers are named.
  */
 export class StatePatchConflictError extends CubepiError {
   readonly code = 'state_patch_conflict';
+  /** The key in conflict: for a stale version, the patch's first key (`''` when it changes no key). */
   readonly key: string;
+  /**
+   * The earlier producer and the refused patch's. For a stale version: the producer of the state's current version
+   * when one of the values' keys records it (`changedBy`), else `''`; then the refused patch's.
+   */
   readonly producers: readonly [string, string];
+  /** The refused patch's producer (a middleware's name). */
+  readonly producer: string;
+  /** The keys of the refused patch in conflict: the batch's shared key, or every key the stale patch changes. */
+  readonly keys: readonly string[];
+  /** `'batch'`: two calls of a parallel batch changed one key. `'version'`: the patch's `baseVersion` was stale. */
+  readonly reason: 'batch' | 'version';
+  /** For a stale version: the version the patch declared it read (`baseVersion`); `undefined` for a batch conflict. */
+  readonly expectedVersion: number | undefined;
+  /** For a stale version: the state's version when the patch came; `undefined` for a batch conflict. */
+  readonly actualVersion: number | undefined;
 
-  constructor(key: string, first: string, second: string) {
+  constructor(key: string, first: string, second: string);
+  constructor(stale: StaleStateVersion);
+  constructor(keyOrStale: string | StaleStateVersion, first?: string, second?: string) {
+    if (typeof keyOrStale === 'string') {
+      super(
+        `State key "${keyOrStale}" was changed by two patches of one parallel tool batch: ${first} and ${second}; ` +
+          'change it from one hook, or run the batch sequentially',
+      );
+      this.key = keyOrStale;
+      this.producers = [first!, second!];
+      this.producer = second!;
+      this.keys = [keyOrStale];
+      this.reason = 'batch';
+      this.expectedVersion = undefined;
+      this.actualVersion = undefined;
+      return;
+    }
+    const { producer, keys, expectedVersion, actualVersion, lastProducer = '' } = keyOrStale;
+    const what = keys.length === 0 ? 'a patch' : `a patch of ${keys.map((k) => `"${k}"`).join(', ')}`;
     super(
-      `State key "${key}" was changed by two patches of one parallel tool batch: ${first} and ${second}; ` +
-        'change it from one hook, or run the batch sequentially',
+      `${producer} sent ${what} based on state version ${expectedVersion}, but the state is at version ` +
+        `${actualVersion}${lastProducer === '' ? '' : ` (last changed by ${lastProducer})`}; read the state again ` +
+        'and send a new patch',
     );
-    this.key = key;
-    this.producers = [first, second];
+    this.key = keys[0] ?? '';
+    this.producers = [lastProducer, producer];
+    this.producer = producer;
+    this.keys = Object.freeze([...keys]);
+    this.reason = 'version';
+    this.expectedVersion = expectedVersion;
+    this.actualVersion = actualVersion;
   }
+}
+
+/** What a {@link StatePatchConflictError} for a stale `baseVersion` is built from. */
+export interface StaleStateVersion {
+  readonly producer: string;
+  readonly keys: readonly string[];
+  readonly expectedVersion: number;
+  readonly actualVersion: number;
+  /** Who made the state's current version, when known. */
+  readonly lastProducer?: string | undefined;
 }
 
 /**

@@ -22,7 +22,7 @@ export interface ContextFragment {
 /**
  * A change to the run state, returned by a hook (never made by mutating `ctx.state`). `set` and `delete` change
  * `values` key by key; `appendEvents` adds to the event log; `addContextFragments` / `removeContextFragmentIds` change
- * the fragments. Every field is optional; an empty patch changes nothing.
+ * the fragments; `baseVersion` makes it a checked write. Every field is optional; an empty patch changes nothing.
  */
 export interface StatePatch {
   readonly set?: Readonly<Record<string, unknown>> | undefined;
@@ -30,6 +30,13 @@ export interface StatePatch {
   readonly appendEvents?: readonly RuntimeEvent[] | undefined;
   readonly addContextFragments?: readonly ContextFragment[] | undefined;
   readonly removeContextFragmentIds?: readonly string[] | undefined;
+  /**
+   * The state version the hook read (`ctx.state.version`) and based this patch on. When given, the run applies the
+   * patch only if the state is still at that version; otherwise it is refused as a `StatePatchConflictError` (reason
+   * `'version'`, naming the producer, the keys and both versions) and the run fails. Without it the patch applies to
+   * whatever the state is (and `state_patched.baseVersion` is the version it was applied to). A non-negative integer.
+   */
+  readonly baseVersion?: number | undefined;
 }
 
 /** Who last changed a key of `values`: the producer (a middleware's name), the version it made, the event id. */
