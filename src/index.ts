@@ -21,6 +21,7 @@ export {
   type SubagentContext,
   type SubagentEvent,
 } from './agent/agent-tool.js';
+export { childRunOptions, type ChildRunOptions } from './agent/child-run.js';
 export type { ResumeAnswer, ResumeBatch } from './agent/resume-batch.js';
 export type { RunSettings } from './agent/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';

@@ -159,7 +159,7 @@ export class AgentRuns {
     if (
       parent !== undefined &&
       (typeof parent?.runId !== 'string' ||
-        typeof parent.toolCallId !== 'string' ||
+        (parent.toolCallId !== undefined && typeof parent.toolCallId !== 'string') ||
         !Number.isInteger(parent.depth) ||
         parent.depth < 0)
     ) {

@@ -271,6 +271,7 @@ function startLoop(
     transcript: [...(options.history ?? [])],
     newMessages: [],
     sideUsage: EMPTY_USAGE,
+    chargeHook: undefined,
     signal,
     abort,
     emit,

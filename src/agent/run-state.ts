@@ -147,6 +147,8 @@ export interface RunState {
    * `agent_end.usage` and of its budget, though no message of the transcript carries it.
    */
   sideUsage: Usage;
+  /** The hooks' `ctx.chargeUsage` ({@link hookCharge}): made at the first hook context, shared by all of them. */
+  chargeHook: ((usage: Usage) => void) | undefined;
   readonly signal: AbortSignal;
   /** Cancels everything in flight (tools see their signal fire) with `reason`. */
   readonly abort: (reason: unknown) => void;
@@ -207,8 +209,21 @@ export function hookContext(run: RunState, turnIndex: number): HookContext {
     },
     signal: run.signal,
     deadlineAt: run.deadlineAt,
+    run: run.info,
+    chargeUsage: (run.chargeHook ??= hookCharge(run)),
     [HOOK_SINK]: run.sink,
   } as HookContext;
+}
+
+/**
+ * What a hook reports spending (a run it started): part of the run's `agent_end.usage` (as a middleware's own model
+ * calls are) and counted by its budget, then the parent's, at once.
+ */
+function hookCharge(run: RunState): (usage: Usage) => void {
+  return (usage) => {
+    run.sideUsage = addUsage(run.sideUsage, usage);
+    run.spend?.(usage);
+  };
 }
 
 /**

@@ -19,7 +19,9 @@ export interface BudgetCapOptions {
 /**
  * `shouldStopAfterTurn`: ends the run once the usage of its model calls so far reaches a bound (dollars, tokens, or
  * both). It sums the usage the providers reported for this run's assistant messages, and the `usage` its tool results
- * carry (a sub-agent's model calls: see `agentTool`), so it stops *after* the turn that crossed the bound.
+ * carry (a sub-agent's model calls: see `agentTool`), so it stops *after* the turn that crossed the bound. It also
+ * stops once the run's budget signal fired: what the run counted reached the bound, including spend no message
+ * carries (runs its hooks started, `childRunOptions`; its middleware's own model calls).
  *
  * It also declares the bound ({@link Middleware.budget}): sub-agents the run starts spend from the same budget, and a
  * sub-agent still running when the run's total (its own calls and its sub-agents', counted as each model call ends)
@@ -52,6 +54,9 @@ export class BudgetCap implements Middleware {
   }
 
   shouldStopAfterTurn(ctx: TurnEndContext): boolean {
+    // The run's budget signal fires when what it counted as spent (its model calls, its tools' and hooks' sub-runs,
+    // its middleware's own model calls) reaches the tightest bound: spend no message of the transcript carries.
+    if (ctx.run?.budgetSignal?.aborted === true) return true;
     const usage = usageOf(ctx.newMessages);
     const usd = usage.cost.total;
     const tokens = usage.totalTokens;

@@ -12,14 +12,24 @@ import type { AgentToolResult } from './tool.js';
 import type { Usage } from './usage.js';
 
 /**
- * The tool call that started a run (a sub-agent's run, see `agentTool`): the parent run, its thread, the call, and the
- * parent run's nesting depth (the child's is one more).
+ * What started a run nested in another (a sub-agent's run, see `agentTool`; a run a hook started, see
+ * `childRunOptions`): the parent run, its thread, the tool call or the hook that started it, and the parent run's
+ * nesting depth (the child's is one more).
  */
 export interface ParentRun {
   readonly runId: string;
-  readonly toolCallId: string;
+  /** The parent's tool call that started the run; absent for a run a hook started. */
+  readonly toolCallId?: string | undefined;
   readonly threadId?: string | undefined;
   readonly depth: number;
+  /** The parent's hook that started the run (`childRunOptions(ctx, { hook, middleware })`), when it says so. */
+  readonly hook?: ParentHook | undefined;
+}
+
+/** A hook that started a nested run: the hook's name and the middleware it belongs to. */
+export interface ParentHook {
+  readonly name: string;
+  readonly middleware: string;
 }
 
 /** A run started; `parent` names the tool call that started it, for a nested run (a sub-agent's). */
