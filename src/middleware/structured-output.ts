@@ -29,7 +29,10 @@ export const STRUCTURED_OUTPUT_ERROR_KEY = 'structuredOutputError';
  * (`outputRetries`), and `prompt()` resolves to the typed value. Migration:
  * `new Agent({ middleware: [new StructuredOutput(schema, { maxRetries: 2 })] })` + `output.valueOf(await agent.prompt(input))`
  * becomes `await agent.prompt(input, { output: schema, outputRetries: 2 })` (or `output` as an Agent option). Kept,
- * unchanged, for code written against it; it will be removed in a later minor version.
+ * unchanged, for code written against it; it will be removed in a later minor version. Its budget (`maxRetries`)
+ * stays its own and does not read the run's `outputRetries` (seed 002 §9.5 puts the budget with the run: that is what
+ * `output` does): reading it would change what existing programs that set `outputRetries` for an `output` run do
+ * with this middleware, which this deprecated path promises not to.
  *
  * Makes the final answer a value of `schema`:
  * - `transformSystemPrompt` tells the model the JSON Schema to answer with (unless `instructions: false`);
