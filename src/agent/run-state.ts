@@ -242,7 +242,8 @@ export function runSink(run: RunState, call?: number): HookSink {
         hook: error.hook,
         error: errorMessageOf(error.cause),
       }),
-    emit: (event) => run.emit(event),
+    // A middleware's event is copied: the run numbers what it emits, and the middleware's object may be frozen or reused.
+    emit: (event) => run.emit({ ...event }),
     callModel: (request, purpose, invocationId) => {
       const turnIndex = run.turn?.index ?? run.turnIndex;
       return sideModelCall(run, turnIndex, () => hookContext(run, turnIndex), request, purpose, invocationId);

@@ -327,7 +327,7 @@ export interface CompactionEndEvent {
  * `message_update`×N, `message_end`) → tool events → `toolResult` messages → `turn_end`. A run is `agent_start` …
  * `agent_end`.
  */
-export type AgentEvent =
+export type AgentEvent = (
   | AgentStartEvent
   | RunRecoveringEvent
   | AgentEndEvent
@@ -347,7 +347,21 @@ export type AgentEvent =
   | StatePatchedEvent
   | ContextTrimmedEvent
   | CompactionStartEvent
-  | CompactionEndEvent;
+  | CompactionEndEvent
+) &
+  EventPlace;
+
+/**
+ * Where an event stands in its run (seed 002 §8: "事件要带单调序号"). `seq` is 1 for the run's `agent_start`, then one
+ * more per event the run emits, in the order its listeners receive them, so a listener can order and deduplicate events
+ * without the server. Every event a run emits carries it; it is optional in the type so that events can be built by hand
+ * (tests, replays). The count is per run in this process: a run recovered on another worker (`run_recovering`, which
+ * the worker emits before the run's own events, carries none) counts from 1 again, and the wire numbers events on its
+ * own (after coalescing deltas: {@link SequencedEvent}).
+ */
+export interface EventPlace {
+  readonly seq?: number | undefined;
+}
 
 /** The events a middleware may emit through the run (see `docs/context.md`). */
 export type MiddlewareEvent = ContextTrimmedEvent | CompactionStartEvent | CompactionEndEvent;
