@@ -134,14 +134,19 @@ interface Entry extends EntryGuard {
  * its producer. A middleware declared `onError: 'skip'` has a failing hook's answer dropped (the run is told, and emits
  * `hook_error`) instead of failing the run.
  *
+ * A middleware's declarations are compiled onto its entries once, here: `writes` (a patch writing outside them is a
+ * `StatePatchPermissionError`, never skipped), `observeOnly` (no patch, no answer that steers the run: a `HookError`)
+ * and `retry` (a failing call is made again after its backoff; the fold moves to the operator path for it). The
+ * fold checks them only for the entries that have them.
+ *
  * A hook given in `explicit` (the `Agent` constructor's options) replaces every middleware's version of it. Only the
  * hooks some middleware implements are wired. Composition happens once; each composed function folds its rule over
  * the hooks synchronously while they answer with plain values (no subscription), and hands the accumulator over to
  * {@link foldHooks} with the same rule at the first hook that answers with a Promise or an Observable.
  *
  * A hook that throws, errors or answers with the wrong shape fails with a {@link HookError} naming its middleware.
- * Throws {@link ConfigurationError} for duplicate names, a middleware that is not an object, or a hook that is not a
- * function.
+ * Throws {@link ConfigurationError} for duplicate names, a middleware that is not an object, a hook that is not a
+ * function, or an invalid `writes`, `observeOnly` or `retry`.
  */
 export function composeMiddleware(
   middleware: readonly Middleware[] = [],
