@@ -271,6 +271,7 @@ function startLoop(
     threadId: options.threadId,
     state: options.state ?? stateFromStored(options.extra ?? {}, undefined),
     patchCount: 0,
+    hookInvocations: 0,
     sink: undefined as unknown as HookSink,
     outcome: undefined,
     getSteeringMessages: options.getSteeringMessages,

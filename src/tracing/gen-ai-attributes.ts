@@ -49,6 +49,8 @@ export const ATTR = {
   approvalReason: 'cubepi.approval.reason',
   middleware: 'cubepi.middleware',
   hook: 'cubepi.hook',
+  hookAttempt: 'cubepi.hook.attempt',
+  hookInvocationId: 'cubepi.hook.invocation_id',
   stateProducer: 'cubepi.state.producer',
   stateVersion: 'cubepi.state.version',
   compactionReason: 'cubepi.compaction.reason',

@@ -240,6 +240,8 @@ export class SpanRecorder {
       case 'hook_error': {
         const span = (run.turn ?? run).span;
         const attributes: Attributes = { [ATTR.middleware]: event.middleware, [ATTR.hook]: event.hook };
+        if (event.attempt !== undefined) attributes[ATTR.hookAttempt] = event.attempt;
+        if (event.invocationId !== undefined) attributes[ATTR.hookInvocationId] = event.invocationId;
         this.addContent(attributes, span, ATTR.exceptionMessage, () => event.error);
         span.addEvent('hook_error', attributes);
         return;

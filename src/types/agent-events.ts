@@ -174,7 +174,9 @@ export interface ApprovalRequestedEvent extends ApprovalRequest {
 
 /**
  * A hook of a middleware declared `onError: 'skip'` failed: its answer was dropped and the run went on. (A hook of a
- * middleware that stops on error ends the run with a `HookError` instead.)
+ * middleware that stops on error ends the run with a `HookError` instead.) For a middleware with `retry`, every
+ * failed call of a hook is one: `attempt`, `invocationId` and `willRetry` are set (and only then); the last one is
+ * followed by the skip or by the run's failure.
  */
 export interface HookErrorEvent {
   readonly type: 'hook_error';
@@ -183,6 +185,12 @@ export interface HookErrorEvent {
   readonly hook: string;
   /** The failure's message. */
   readonly error: string;
+  /** Which call of the hook failed (1-based), for a middleware with `retry`. */
+  readonly attempt?: number | undefined;
+  /** The invocation the attempt belongs to: one id for all the attempts of one hook call. */
+  readonly invocationId?: string | undefined;
+  /** Whether the hook is called again (after its backoff). */
+  readonly willRetry?: boolean | undefined;
 }
 
 /**
