@@ -173,8 +173,9 @@ describe('pause → respond in virtual time', () => {
         hooks,
         resume: { assistant: history[1] as AssistantMessage, answers: new Map([['c1', { approve: true }]]) },
       });
-      // The approved call runs at once (no gate on resume) for 10 ms; the model answers in the same frame; the run ends.
-      expectObservable(resumed.pipe(marks)).toBe('10ms (xE|)');
+      // The gate runs again on the resumed call (5 ms; the guard takes its `ask` as answered), then the approved call
+      // runs for 10 ms; the model answers in the same frame; the run ends (issue 31: resume re-validates).
+      expectObservable(resumed.pipe(marks)).toBe('15ms (xE|)');
     });
   });
 });

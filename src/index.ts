@@ -110,7 +110,12 @@ export {
   type StatePatch,
 } from './types/state.js';
 export { applyPatch } from './types/apply-patch.js';
-export type { ApprovalAnswer, ApprovalRequest } from './types/approval.js';
+export {
+  rememberedApprovalKey,
+  type ApprovalAnswer,
+  type ApprovalRequest,
+  type ResumedApproval,
+} from './types/approval.js';
 export type { HookContext } from './middleware/hook-context.js';
 export { ANONYMOUS_PRINCIPAL, isPrincipal, type Principal } from './types/principal.js';
 export {

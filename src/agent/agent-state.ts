@@ -241,10 +241,16 @@ export class AgentStateStore {
 
 /** An approval request without the event's fields. */
 function requestOf(request: ApprovalRequest): ApprovalRequest {
-  const { requestId, toolCallId, toolName, args, reason, payload } = request;
-  return payload === undefined
-    ? { requestId, toolCallId, toolName, args, reason }
-    : { requestId, toolCallId, toolName, args, reason, payload };
+  const { requestId, toolCallId, toolName, args, reason, payload, expiresAt } = request;
+  return {
+    requestId,
+    toolCallId,
+    toolName,
+    args,
+    reason,
+    ...(payload === undefined ? {} : { payload }),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
+  };
 }
 
 /** A Set that refuses changes, for snapshots. */

@@ -85,6 +85,8 @@ export class Approvals {
     const assistant = lastAssistant(store.messages);
     if (assistant === undefined) throw new InvalidStateError('The suspended batch is not in the transcript');
     const answers = new Map<string, ResumeAnswer>();
+    const requests = new Map<string, StoredRequest>();
+    for (const request of approvals.requests) requests.set(request.toolCallId, request);
     if (abort !== undefined) {
       for (const call of toolCallsOf(assistant)) answers.set(call.id, { abort });
     } else {
@@ -96,6 +98,7 @@ export class Approvals {
     return {
       assistant,
       answers,
+      requests,
       ...(abort === undefined ? {} : { abort }),
       ...(approvals.deferred.length === 0 ? {} : { inject: approvals.deferred }),
     };
@@ -106,6 +109,8 @@ export class Approvals {
     const value = answer as Partial<Record<'approve' | 'deny' | 'edit', unknown>> | null;
     if (typeof value !== 'object' || value === null) throw malformed();
     const keys = Object.keys(value);
+    const remember = (value as { remember?: unknown }).remember;
+    if (value.approve === true && keys.length === 2 && remember === 'thread') return { approve: true, remember };
     if (keys.length !== 1) throw malformed();
     if (value.approve === true) return { approve: true };
     if (typeof value.deny === 'string') return { deny: value.deny };
@@ -123,7 +128,9 @@ export class Approvals {
 }
 
 function malformed(): InvalidInputError {
-  return new InvalidInputError('An approval answer is { approve: true }, { deny: reason } or { edit: args }');
+  return new InvalidInputError(
+    "An approval answer is { approve: true, remember?: 'thread' }, { deny: reason } or { edit: args }",
+  );
 }
 
 function busy(): AgentBusyError {

@@ -6,10 +6,10 @@
 import { HOOK_SINK } from '../middleware/hook-sink.js';
 import type { AfterToolCallContext, BeforeToolCallContext } from '../middleware/types.js';
 import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
-import type { ApprovalRequest } from '../types/approval.js';
+import type { ApprovalRequest, ResumedApproval } from '../types/approval.js';
 import type { ToolCall } from '../types/content.js';
-import { isHookDecision } from '../types/decision.js';
-import { errorMessageOf } from '../types/errors.js';
+import { isHookDecision, type PauseDecision } from '../types/decision.js';
+import { errorMessageOf, InvalidInputError } from '../types/errors.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import type { AssistantMessage } from '../types/messages.js';
 import { callSink, finishCall, startCall, type RunnableCall } from './call-records.js';
@@ -27,12 +27,17 @@ import {
 
 const VALIDATION_UNFINISHED: ValidationOutcome = { ok: false, message: 'Validation did not finish' };
 
-/** Validation, then `beforeToolCall`. Returns the call to execute, or `undefined` when it is already answered. */
+/**
+ * Validation, then `beforeToolCall`. Returns the call to execute, or `undefined` when it is already answered. With
+ * `approval` (a held call resumed), the arguments validated are the edit's if it is one, and the hook's context says
+ * so (`BeforeToolCallContext.approval`).
+ */
 export function* prepareCall(
   run: RunState,
   turn: TurnState,
   assistant: AssistantMessage,
   index: number,
+  approval?: ResumedApproval,
 ): Op<RunnableCall | undefined> {
   const call = turn.calls[index]!;
   startCall(run, turn, index);
@@ -57,7 +62,8 @@ export function* prepareCall(
 
   let validation: ValidationOutcome;
   try {
-    const validated = validateToolArguments(tool, call.arguments);
+    const given = approval !== undefined && 'edit' in approval.answer ? approval.answer.edit : call.arguments;
+    const validated = validateToolArguments(tool, given);
     validation = isPromiseLike(validated)
       ? ((yield wait(validated, VALIDATION_UNFINISHED)) as ValidationOutcome)
       : validated;
@@ -75,15 +81,19 @@ export function* prepareCall(
       run,
       'beforeToolCall',
       { toolCall: call, args },
-      () =>
-        beforeToolCall({
+      () => {
+        const hookCtx = {
           ...ctx,
           assistantMessage: assistant,
           toolCall: call,
           args,
           context: ctx,
           [HOOK_SINK]: callSink(run, turn, index),
-        } as BeforeToolCallContext),
+        } as BeforeToolCallContext;
+        // Only a resumed call's context has the field (a first pass builds the same object as before).
+        if (approval !== undefined) (hookCtx as { approval?: ResumedApproval }).approval = approval;
+        return beforeToolCall(hookCtx);
+      },
       undefined,
     );
     if (answer !== undefined) {
@@ -98,7 +108,7 @@ export function* prepareCall(
             break;
           }
           case 'pause':
-            holdCall(run, turn, index, args, answer.reason, answer.payload);
+            holdCall(run, turn, index, args, answer);
             return undefined;
           case 'stop':
             throw new RunStopped(answer.outcome, answer.reason);
@@ -115,23 +125,40 @@ export function* prepareCall(
   return { index, call, tool, args };
 }
 
-/** Holds call `index` for approval: it gets no result in this run, and the run suspends after the batch. */
+/**
+ * Holds call `index` for approval: it gets no result in this run, and the run suspends after the batch. The request's
+ * id is the pause's `resumeToken`, else `<runId>:<toolCallId>`; a token that is not a non-empty string, or that
+ * another held call of the batch has, is an {@link InvalidInputError} (the run fails: the request could not be told
+ * apart from the other).
+ */
 export function holdCall(
   run: RunState,
   turn: TurnState,
   index: number,
   args: Readonly<Record<string, unknown>>,
-  reason: string,
-  payload: unknown,
+  pause: Pick<PauseDecision, 'reason' | 'payload' | 'resumeToken' | 'expiresAt'>,
 ): void {
   const call = turn.calls[index]!;
+  const { reason, payload, resumeToken, expiresAt } = pause;
+  if (resumeToken !== undefined) {
+    if (typeof resumeToken !== 'string' || resumeToken === '') {
+      throw new InvalidInputError(`The pause of tool call ${call.id}: \`resumeToken\` must be a non-empty string`);
+    }
+    if (turn.held.some((held) => held.requestId === resumeToken)) {
+      throw new InvalidInputError(`The pause of tool call ${call.id}: resume token "${resumeToken}" is already held`);
+    }
+  }
+  if (expiresAt !== undefined && !Number.isFinite(expiresAt)) {
+    throw new InvalidInputError(`The pause of tool call ${call.id}: \`expiresAt\` must be a finite epoch-ms number`);
+  }
   const request: ApprovalRequest = {
-    requestId: `${run.runId}:${call.id}`,
+    requestId: resumeToken ?? `${run.runId}:${call.id}`,
     toolCallId: call.id,
     toolName: call.name,
     args,
     reason,
     ...(payload === undefined ? {} : { payload }),
+    ...(expiresAt === undefined ? {} : { expiresAt }),
   };
   turn.held.push(request);
   run.emit({ type: 'approval_requested', runId: run.runId, ...request });

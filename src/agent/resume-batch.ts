@@ -3,16 +3,13 @@
  * goes on as after any batch.
  * @module
  */
-import { validateToolArguments, type ValidationOutcome } from '../tools/define-tool.js';
-import type { ApprovalAnswer } from '../types/approval.js';
-import { errorMessageOf } from '../types/errors.js';
-import { isPromiseLike } from '../types/is-promise-like.js';
+import { rememberedApprovalKey, type ApprovalAnswer, type ApprovalRequest } from '../types/approval.js';
 import { toolCallsOf, type AssistantMessage, type Message, type ToolResultMessage } from '../types/messages.js';
-import { wait, type Op } from './drive.js';
+import type { Op } from './drive.js';
 import { INTERRUPTED_TOOL_RESULT } from './interrupted-tool-results.js';
-import { addMessage, errorOutcome, newTurn, type RunState } from './run-state.js';
+import { addMessage, applyRunPatch, errorOutcome, newTurn, type CallOutcome, type RunState } from './run-state.js';
 import { emitResultMessage, finishCall, openCalls, startCall, type RunnableCall } from './call-records.js';
-import { afterToolCall } from './prepare-call.js';
+import { afterToolCall, prepareCall } from './prepare-call.js';
 import { batchResult, executeCall, executeInParallel, isSequential, type BatchResult } from './tool-batch.js';
 
 /**
@@ -31,13 +28,22 @@ export interface ResumeBatch {
   readonly abort?: string | undefined;
   /** Messages injected in the suspended turn (`agent_end.deferredMessages`): added after the batch's results. */
   readonly inject?: readonly Message[] | undefined;
+  /**
+   * The approval request of each held call, by tool-call id: its `requestId` is what `beforeToolCall` sees as
+   * `ctx.approval.requestId` (without it, the tool-call id), and its `expiresAt` is checked when the batch resumes.
+   */
+  readonly requests?: ReadonlyMap<string, ApprovalRequest> | undefined;
 }
 
 /**
- * The resumed batch, as a turn of its own (no model call): `turn_start`, each held call's events (approved calls run
- * with their arguments validated again, edited ones with the edit; denied ones get the denial as an outcome `denied`;
- * aborted ones `aborted`; interrupted ones `interrupted`), their result messages in the model's order, and `turn_end`
- * with every result of the assistant message. Calls answered before the suspension are not run again.
+ * The resumed batch, as a turn of its own (no model call): `turn_start`, each held call's events, their result
+ * messages in the model's order, and `turn_end` with every result of the assistant message. Approved calls (edited
+ * ones with the edit) are validated again and go through `beforeToolCall` again with `ctx.approval` set, all of them
+ * before any runs: a denial there makes the call `denied`, a pause holds it again (the run suspends again), a stop
+ * ends the run. An approval past its request's `expiresAt` gives the call the outcome `expired` (it does not run);
+ * denied calls get `denied`, aborted ones `aborted`, interrupted ones `interrupted`. An approval with
+ * `remember: 'thread'` sets the state key `approvals.allow.<toolName>` (producer `approvals`). Calls answered before
+ * the suspension are not run again.
  */
 export function* resumeBatch(run: RunState, resume: ResumeBatch): Op<BatchResult> {
   const turn = newTurn(run.turnIndex++);
@@ -49,47 +55,44 @@ export function* resumeBatch(run: RunState, resume: ResumeBatch): Op<BatchResult
   const held = toolCallsOf(assistant).filter((call) => !answered.has(call.id));
   openCalls(turn, held);
   const runnable: RunnableCall[] = [];
+  // One clock reading for the batch: every held call is checked against the moment the run resumed.
+  const now = Date.now();
+  let remembered: Set<string> | undefined;
   for (let index = 0; index < held.length; index++) {
     const call = held[index]!;
-    startCall(run, turn, index);
     const answer = answers.get(call.id);
-    if (answer === undefined || 'abort' in answer) {
-      finishCall(
-        run,
-        turn,
-        index,
-        errorOutcome(`Tool call aborted: ${answer?.abort ?? 'it was never answered'}`, 'aborted'),
-      );
-      continue;
-    }
-    if ('interrupted' in answer) {
-      finishCall(run, turn, index, errorOutcome(INTERRUPTED_TOOL_RESULT, 'interrupted'));
-      continue;
-    }
     const tool = run.toolsByName.get(call.name);
-    if (tool === undefined) {
-      finishCall(run, turn, index, errorOutcome(`Tool ${call.name} not found`));
+    const request = resume.requests?.get(call.id);
+    if (answer === undefined || 'abort' in answer || 'interrupted' in answer || tool === undefined) {
+      startCall(run, turn, index);
+      finishCall(run, turn, index, unrunnable(answer, call.name));
       continue;
     }
-    if ('deny' in answer) {
-      const denied = errorOutcome(answer.deny, 'denied');
-      finishCall(run, turn, index, yield* afterToolCall(run, turn, assistant, call, call.arguments, denied, index));
+    if ('deny' in answer || (request?.expiresAt !== undefined && now > request.expiresAt)) {
+      startCall(run, turn, index);
+      const args = 'edit' in answer ? answer.edit : call.arguments;
+      const closed =
+        'deny' in answer
+          ? errorOutcome(answer.deny, 'denied')
+          : errorOutcome(
+              `The approval of this ${call.name} call expired at ${new Date(request!.expiresAt!).toISOString()}; ` +
+                'the call did not run',
+              'expired',
+            );
+      finishCall(run, turn, index, yield* afterToolCall(run, turn, assistant, call, args, closed, index));
       continue;
     }
-    const args = 'edit' in answer ? answer.edit : call.arguments;
-    let validation: ValidationOutcome;
-    try {
-      const validated = validateToolArguments(tool, args);
-      validation = isPromiseLike(validated) ? ((yield wait(validated, UNFINISHED)) as ValidationOutcome) : validated;
-    } catch (error) {
-      if (run.signal.aborted) throw run.signal.reason;
-      validation = { ok: false, message: `Invalid arguments for tool "${call.name}": ${errorMessageOf(error)}` };
+    if ('approve' in answer && answer.remember === 'thread' && !remembered?.has(call.name)) {
+      (remembered ??= new Set()).add(call.name);
+      applyRunPatch(run, APPROVALS_PRODUCER, { set: { [rememberedApprovalKey(call.name)]: true } });
     }
-    if (!validation.ok) {
-      finishCall(run, turn, index, errorOutcome(validation.message));
-      continue;
-    }
-    runnable.push({ index, call, tool, args: validation.args });
+    // The gate again, on the call as it will run (the seed: resume re-checks deadlines and the target's state); every
+    // gate answers before any call runs, as in a turn.
+    const prepared = yield* prepareCall(run, turn, assistant, index, {
+      requestId: request?.requestId ?? call.id,
+      answer,
+    });
+    if (prepared !== undefined) runnable.push(prepared);
   }
   if (isSequential(run, held)) {
     for (const call of runnable) {
@@ -119,7 +122,17 @@ export function* resumeBatch(run: RunState, resume: ResumeBatch): Op<BatchResult
   return batch;
 }
 
-const UNFINISHED: ValidationOutcome = { ok: false, message: 'Validation did not finish' };
+/** The producer of the state patch a remembered approval makes (`approvals.allow.<toolName>`). */
+export const APPROVALS_PRODUCER = 'approvals';
+
+/** The outcome of a held call that cannot run: never answered or aborted, interrupted, or its tool is gone. */
+function unrunnable(answer: ResumeAnswer | undefined, toolName: string): CallOutcome {
+  if (answer === undefined || 'abort' in answer) {
+    return errorOutcome(`Tool call aborted: ${answer?.abort ?? 'it was never answered'}`, 'aborted');
+  }
+  if ('interrupted' in answer) return errorOutcome(INTERRUPTED_TOOL_RESULT, 'interrupted');
+  return errorOutcome(`Tool ${toolName} not found`);
+}
 
 /** The results already in the transcript for `assistant`'s calls, by tool-call id. */
 function resultsAfter(run: RunState, assistant: AssistantMessage): Map<string, ToolResultMessage> {

@@ -193,7 +193,7 @@ export function* executeCall(
       // A wrapper's pause holds the call (like a gate's); its stop ends the run.
       const { decision } = error;
       if (decision.kind === 'stop') throw new RunStopped(decision.outcome, decision.reason);
-      holdCall(run, turn, runnable.index, args, decision.reason, decision.payload);
+      holdCall(run, turn, runnable.index, args, decision);
       return undefined;
     }
     if (error instanceof HookError || error instanceof RunStopped || error instanceof StatePatchError) throw error;

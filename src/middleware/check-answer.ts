@@ -77,6 +77,17 @@ function checkDecision(decision: HookDecision<unknown>, what: 'a tool result' | 
     }
     case 'pause':
       if (typeof decision.reason !== 'string') throw new TypeError('a pause decision needs a reason');
+      if (
+        decision.resumeToken !== undefined &&
+        (typeof decision.resumeToken !== 'string' || decision.resumeToken === '')
+      )
+        throw new TypeError(
+          `a pause decision's resumeToken is a non-empty string, got ${describe(decision.resumeToken)}`,
+        );
+      if (decision.expiresAt !== undefined && !Number.isFinite(decision.expiresAt))
+        throw new TypeError(
+          `a pause decision's expiresAt is a finite epoch-ms number, got ${describe(decision.expiresAt)}`,
+        );
       try {
         JSON.stringify(decision.payload);
       } catch (error) {

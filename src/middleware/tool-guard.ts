@@ -2,13 +2,29 @@
  * ToolGuard: a policy decides, per tool call, whether it runs, is denied, or waits for a person's approval.
  * @module
  */
+import { rememberedApprovalKey } from '../types/approval.js';
 import { Decision } from '../types/decision.js';
-import { ConfigurationError } from '../types/errors.js';
+import { ConfigurationError, InvalidInputError } from '../types/errors.js';
 import type { BeforeToolCallAnswer, BeforeToolCallContext, HookResult, Middleware } from './types.js';
 
-/** What a policy says of one call: run it, deny it (the model is told why), or ask a person first. */
+/**
+ * What a policy says of one call: run it, deny it (the model is told why), ask a person first, or stop the run.
+ *
+ * - `{ ask, payload?, expiresAt? | ttlMs? }`: the approval lapses at `expiresAt` (epoch ms) or `ttlMs` after the
+ *   request; an approval that resumes the run later gives the call the outcome `expired` (it does not run).
+ * - `{ stop, outcome? }`: ends the run (`Decision.stop(outcome ?? 'failed', stop)`); the call and the others of its
+ *   batch that did not finish get aborted results.
+ */
 export type ToolPolicyVerdict =
-  'allow' | { readonly deny: string } | { readonly ask: string; readonly payload?: unknown };
+  | 'allow'
+  | { readonly deny: string }
+  | {
+      readonly ask: string;
+      readonly payload?: unknown;
+      readonly expiresAt?: number | undefined;
+      readonly ttlMs?: number | undefined;
+    }
+  | { readonly stop: string; readonly outcome?: 'failed' | 'cancelled' | undefined };
 
 /** A policy: called per tool call, after its arguments are validated. May answer with a Promise. */
 export type ToolPolicy = (ctx: BeforeToolCallContext) => ToolPolicyVerdict | PromiseLike<ToolPolicyVerdict>;
@@ -24,8 +40,13 @@ export interface ToolGuardOptions {
  * A middleware whose `beforeToolCall` asks `policy` about each call: `'allow'` lets it run, `{ deny: reason }` denies
  * it (its outcome is `denied`, the model gets `reason`), `{ ask: reason }` holds it for approval: the run emits
  * `approval_requested`, runs the calls of the batch that need none, and ends suspended (`agent_end` outcome
- * `suspended`, with `pending`) until `agent.respond()` answers every held call. Durable with a checkpointer: a new
- * process restores the pending requests and can answer them.
+ * `suspended`, with `pending`) until `agent.respond()` answers every held call; `{ stop: reason }` ends the run.
+ * Durable with a checkpointer: a new process restores the pending requests and can answer them.
+ *
+ * When a held call resumes (approved or edited), the policy is asked again on the call as it will run
+ * (`ctx.approval` is set): `deny` and `stop` apply again, `ask` counts as answered (no second request). An `ask` is
+ * also answered, with allow, when the thread remembers an approval of the tool (`respond(id, { approve: true,
+ * remember: 'thread' })` sets the state key `approvals.allow.<toolName>`).
  *
  * @example
  * const guard = new ToolGuard({
@@ -51,9 +72,9 @@ export class ToolGuard implements Middleware {
   beforeToolCall(ctx: BeforeToolCallContext): HookResult<BeforeToolCallAnswer> {
     const verdict = this.policy(ctx);
     if (typeof (verdict as PromiseLike<ToolPolicyVerdict>).then === 'function') {
-      return Promise.resolve(verdict).then(toAnswer);
+      return Promise.resolve(verdict).then((settled) => toAnswer(settled, ctx));
     }
-    return toAnswer(verdict as ToolPolicyVerdict);
+    return toAnswer(verdict as ToolPolicyVerdict, ctx);
   }
 
   /**
@@ -103,15 +124,37 @@ export class ToolGuard implements Middleware {
   }
 }
 
-function toAnswer(verdict: ToolPolicyVerdict): BeforeToolCallAnswer {
+function toAnswer(verdict: ToolPolicyVerdict, ctx: BeforeToolCallContext): BeforeToolCallAnswer {
   if (verdict === 'allow') return Decision.continue();
   if (typeof verdict === 'object' && verdict !== null) {
     if ('deny' in verdict && typeof verdict.deny === 'string') return { block: true, reason: verdict.deny };
     if ('ask' in verdict && typeof verdict.ask === 'string') {
-      return Decision.pause({ reason: verdict.ask, payload: verdict.payload });
+      // Asked and answered: a resumed call, or a tool this thread approved for good.
+      if (ctx.approval !== undefined) return Decision.continue();
+      if (ctx.state.values[rememberedApprovalKey(ctx.toolCall.name)] === true) return Decision.continue();
+      return Decision.pause({ reason: verdict.ask, payload: verdict.payload, expiresAt: expiryOf(verdict) });
+    }
+    if ('stop' in verdict && typeof verdict.stop === 'string') {
+      const outcome = verdict.outcome ?? 'failed';
+      if (outcome === 'failed' || outcome === 'cancelled') return Decision.stop(outcome, verdict.stop);
     }
   }
   throw new TypeError(
-    `ToolGuard: a policy answers 'allow', { deny: reason } or { ask: reason }, got ${JSON.stringify(verdict)}`,
+    "ToolGuard: a policy answers 'allow', { deny: reason }, { ask: reason } or { stop: reason, outcome? }, got " +
+      JSON.stringify(verdict),
   );
+}
+
+function expiryOf(verdict: { readonly expiresAt?: number | undefined; readonly ttlMs?: number | undefined }) {
+  const { expiresAt, ttlMs } = verdict;
+  if (expiresAt !== undefined) {
+    if (!Number.isFinite(expiresAt))
+      throw new InvalidInputError('ToolGuard: `expiresAt` must be a finite epoch-ms number');
+    if (ttlMs !== undefined) throw new InvalidInputError('ToolGuard: give `expiresAt` or `ttlMs`, not both');
+    return expiresAt;
+  }
+  if (ttlMs === undefined) return undefined;
+  if (!Number.isFinite(ttlMs) || ttlMs < 0)
+    throw new InvalidInputError('ToolGuard: `ttlMs` must be a non-negative number');
+  return Date.now() + ttlMs;
 }

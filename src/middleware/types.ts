@@ -8,6 +8,7 @@ import type { ToolCall, ToolResultContent } from '../types/content.js';
 import type { HookDecision } from '../types/decision.js';
 import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
 import type { StatePatch } from '../types/state.js';
+import type { ResumedApproval } from '../types/approval.js';
 import type { AgentToolResult } from '../types/tool.js';
 import type { SpendBound } from '../types/usage.js';
 import type { HookContext } from './hook-context.js';
@@ -30,6 +31,14 @@ export interface BeforeToolCallContext extends HookContext {
   /** The arguments after validation (zod defaults applied). */
   readonly args: Readonly<Record<string, unknown>>;
   readonly context: HookContext;
+  /**
+   * Set when the call was held for approval and is now resumed, approved or edited (`args` is then the edit,
+   * validated): `beforeToolCall` runs again on the call as it will run, so a hook can check again what may have
+   * changed since it asked (a deadline, the target's state). Answers keep their meaning: a denial makes the call
+   * `denied`, a `pause` asks again (a new approval request), a `stop` ends the run. A hook that asked should not ask
+   * again for the same reason (`ToolGuard` treats its `ask` as answered). Absent on a call's first pass.
+   */
+  readonly approval?: ResumedApproval | undefined;
 }
 
 /**

@@ -26,6 +26,14 @@ export interface PauseDecision {
   readonly reason: string;
   /** Anything the person answering should see (JSON). */
   readonly payload?: unknown;
+  /**
+   * The token to resume with (the seed's `resumeToken`): it becomes the request's `requestId`, the id
+   * `agent.respond(token, answer)` takes. Optional: without it the runtime's token is `<runId>:<toolCallId>`. A
+   * non-empty string, unique among the calls the batch holds (a duplicate fails the run with `InvalidInputError`).
+   */
+  readonly resumeToken?: string | undefined;
+  /** When the approval lapses (epoch ms; see `ApprovalRequest.expiresAt`). */
+  readonly expiresAt?: number | undefined;
 }
 
 /** End the run now, as `failed` or `cancelled`, saying why. */
@@ -57,11 +65,24 @@ export const Decision = Object.freeze({
   replace<T>(value: T, reason: string): ReplaceDecision<T> {
     return { kind: 'replace', value, reason };
   },
-  /** Hold the call until someone answers; the run suspends durably. */
-  pause(request: { readonly reason: string; readonly payload?: unknown }): PauseDecision {
-    return request.payload === undefined
-      ? { kind: 'pause', reason: request.reason }
-      : { kind: 'pause', reason: request.reason, payload: request.payload };
+  /**
+   * Hold the call until someone answers; the run suspends durably. `resumeToken` names the request (default
+   * `<runId>:<toolCallId>`), `expiresAt` (epoch ms) bounds when an approval may still run it.
+   */
+  pause(request: {
+    readonly reason: string;
+    readonly payload?: unknown;
+    readonly resumeToken?: string | undefined;
+    readonly expiresAt?: number | undefined;
+  }): PauseDecision {
+    const { reason, payload, resumeToken, expiresAt } = request;
+    return {
+      kind: 'pause',
+      reason,
+      ...(payload === undefined ? {} : { payload }),
+      ...(resumeToken === undefined ? {} : { resumeToken }),
+      ...(expiresAt === undefined ? {} : { expiresAt }),
+    };
   },
   /** End the run now. */
   stop(outcome: 'failed' | 'cancelled', reason: string): StopDecision {

@@ -76,10 +76,11 @@ export interface AssistantMessage {
  * How a tool call ended: `ok` (it ran and succeeded, or a hook answered in its place), `error` (it failed, or could
  * not run: unknown tool, invalid arguments, an invalid result), `denied` (a policy refused it: a `beforeToolCall`
  * block or a denied approval; the text for the model is the policy's reason), `aborted` (the run was cancelled or
- * stopped before it finished) or `interrupted` (the process stopped while it was running, or after its approval was
- * stored: it may or may not have run).
+ * stopped before it finished), `interrupted` (the process stopped while it was running, or after its approval was
+ * stored: it may or may not have run) or `expired` (it was approved after its approval's `expiresAt`: it did not run,
+ * and the model is told the approval expired).
  */
-export type ToolCallOutcome = 'ok' | 'error' | 'denied' | 'aborted' | 'interrupted';
+export type ToolCallOutcome = 'ok' | 'error' | 'denied' | 'aborted' | 'interrupted' | 'expired';
 
 /** The answer to one tool call. `details` is data for the host (UI, logs); only `content` is sent to the model. */
 export interface ToolResultMessage<TDetails = unknown> {

@@ -448,7 +448,9 @@ describe('output with approvals', () => {
       provider: faux,
       model: toolModel,
       tools: [risky],
-      beforeToolCall: ({ toolCall }) => (toolCall.name === 'risky' ? { kind: 'pause', reason: 'approve?' } : undefined),
+      // A resumed call comes back through beforeToolCall with `approval` set (issue 31): asked once, not again.
+      beforeToolCall: ({ toolCall, approval }) =>
+        toolCall.name === 'risky' && approval === undefined ? { kind: 'pause', reason: 'approve?' } : undefined,
     });
     const events: AgentEvent[] = [];
     agent.subscribe((event) => void events.push(event));
