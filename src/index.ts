@@ -48,15 +48,10 @@ export {
   type WrapperLayer,
   type WrapperName,
 } from './middleware/compose-wrappers.js';
-export {
-  canServe,
-  fallback,
-  FALLBACK_ERROR_KINDS,
-  type FallbackOptions,
-  type FallbackTarget,
-} from './middleware/fallback.js';
+export { fallback, FALLBACK_ERROR_KINDS, type FallbackOptions, type FallbackTarget } from './middleware/fallback.js';
 export { FailedBeforeContent, failBeforeContent } from './middleware/hold-until-content.js';
 export { modelIncapability, type CapabilityRequest } from './middleware/model-incapability.js';
+export { canServe, servingRefusal, type ServeRequest } from './agent/can-serve.js';
 export { retry, TRANSIENT_ERROR_KINDS, type Backoff, type RetryOptions } from './middleware/retry.js';
 export {
   WRAPPER_PHASES,
