@@ -225,6 +225,12 @@ export type {
   ThreadInfo,
 } from './checkpoint/checkpointer.js';
 export { MemoryCheckpointer, type MemoryCheckpointerOptions } from './checkpoint/memory.js';
+export {
+  fromSeedCheckpointer,
+  type SeedCheckpointData,
+  type SeedCheckpointer,
+  type SeedCheckpointerOptions,
+} from './checkpoint/from-seed-checkpointer.js';
 // Files stored by reference (docs/files-storage.md): the in-memory blob store, the options every checkpointer takes.
 export { MemoryBlobStore } from './checkpoint/memory-blob-store.js';
 export { DEFAULT_BLOB_THRESHOLD, type BlobOptions } from './checkpoint/offload-files.js';
@@ -233,6 +239,7 @@ export {
   CheckpointCorruptionError,
   CheckpointError,
   CheckpointSchemaError,
+  CheckpointUnsupportedError,
   ThreadConflictError,
   ThreadHasForksError,
   type CheckpointErrorDetails,
