@@ -3,7 +3,7 @@
  * time is an Observable.
  * @module
  */
-export { Agent, type AgentListener } from './agent/agent.js';
+export { Agent, type AgentListener, type SubscribeOptions } from './agent/agent.js';
 export type { AgentOptions, RunOptions } from './agent/agent-options.js';
 export type { AgentForkOptions, RetryFromOptions } from './agent/retry-from.js';
 export type { AgentState } from './agent/agent-state.js';
