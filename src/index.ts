@@ -3,7 +3,7 @@
  * time is an Observable.
  * @module
  */
-export { Agent, type AgentListener } from './agent/agent.js';
+export { Agent, type AgentListener, type SubscribeOptions } from './agent/agent.js';
 export type { AgentOptions, RunOptions } from './agent/agent-options.js';
 export type { AgentForkOptions, RetryFromOptions } from './agent/retry-from.js';
 export type { AgentState } from './agent/agent-state.js';
@@ -48,15 +48,10 @@ export {
   type WrapperLayer,
   type WrapperName,
 } from './middleware/compose-wrappers.js';
-export {
-  canServe,
-  fallback,
-  FALLBACK_ERROR_KINDS,
-  type FallbackOptions,
-  type FallbackTarget,
-} from './middleware/fallback.js';
+export { fallback, FALLBACK_ERROR_KINDS, type FallbackOptions, type FallbackTarget } from './middleware/fallback.js';
 export { FailedBeforeContent, failBeforeContent } from './middleware/hold-until-content.js';
 export { modelIncapability, type CapabilityRequest } from './middleware/model-incapability.js';
+export { canServe, servingRefusal, type ServeRequest } from './agent/can-serve.js';
 export { retry, TRANSIENT_ERROR_KINDS, type Backoff, type RetryOptions } from './middleware/retry.js';
 export {
   WRAPPER_PHASES,
@@ -238,6 +233,12 @@ export type {
   ThreadInfo,
 } from './checkpoint/checkpointer.js';
 export { MemoryCheckpointer, type MemoryCheckpointerOptions } from './checkpoint/memory.js';
+export {
+  fromSeedCheckpointer,
+  type SeedCheckpointData,
+  type SeedCheckpointer,
+  type SeedCheckpointerOptions,
+} from './checkpoint/from-seed-checkpointer.js';
 // Files stored by reference (docs/files-storage.md): the in-memory blob store, the options every checkpointer takes.
 export { MemoryBlobStore } from './checkpoint/memory-blob-store.js';
 export { DEFAULT_BLOB_THRESHOLD, type BlobOptions } from './checkpoint/offload-files.js';
@@ -246,6 +247,7 @@ export {
   CheckpointCorruptionError,
   CheckpointError,
   CheckpointSchemaError,
+  CheckpointUnsupportedError,
   ThreadConflictError,
   ThreadHasForksError,
   type CheckpointErrorDetails,

@@ -28,6 +28,7 @@ import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 import { outputSettingsProblem } from './run-settings.js';
 import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
 import { usageOf } from '../types/usage-of.js';
+import type { AwaitedListener } from './awaited-listener.js';
 import type { SpendBound } from '../types/usage.js';
 
 /** What opens a run: its prompts, and a suspended batch to finish first. */
@@ -58,6 +59,8 @@ export interface AgentRunsInit {
   readonly session: CheckpointSession | undefined;
   /** The tightest spending bound the middlewares declare. */
   readonly budget: SpendBound | undefined;
+  /** The listeners subscribed with `{ await: true }`: a run's Promise settles once they handled its events. */
+  readonly awaited: ReadonlySet<AwaitedListener>;
 }
 
 /**
@@ -99,11 +102,21 @@ export class AgentRuns {
    * (a failure to start is a rejection). `T` is what the caller's overload promises.
    */
   toPromise<T = Message[]>(start: () => ActiveRun & { result: Promise<unknown> }): Promise<T> {
+    let result: Promise<unknown>;
     try {
-      return start().result as Promise<T>;
+      result = start().result;
     } catch (error) {
       return Promise.reject(error);
     }
+    const { awaited } = this.agent;
+    // Awaited listeners (decided when the run starts): the Promise settles, as the run did, once each of them handled
+    // every event delivered so far, the run's agent_end included. Without any, the run's own Promise as before.
+    if (awaited.size === 0) return result as Promise<T>;
+    const drained = () => Promise.all(Array.from(awaited, (listener) => listener.handled()));
+    return result.then(
+      (value) => drained().then(() => value as T),
+      (error: unknown) => drained().then(() => Promise.reject(error as Error)),
+    );
   }
 
   /** Whether a run is active or the agent is moving to a fork. */

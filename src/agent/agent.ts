@@ -28,6 +28,7 @@ import { busy, AgentRuns, type RunInput } from './agent-runs.js';
 import { Approvals } from './approvals.js';
 import { AgentStateStore, type AgentState } from './agent-state.js';
 import { CheckpointSession } from './checkpoint-session.js';
+import { AwaitedListener } from './awaited-listener.js';
 import { EventHub } from './event-hub.js';
 import { toMessage, toMessages, type InputLimits } from './input.js';
 import { MessageQueues } from './message-queues.js';
@@ -37,8 +38,21 @@ import { spendBoundOf } from './run-ledger.js';
 import { validateTools } from './run-settings.js';
 import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 
-/** A listener for {@link Agent.subscribe}; a returned Promise is not awaited (its rejection is reported). */
+/**
+ * A listener for {@link Agent.subscribe}; a returned Promise is not awaited (its rejection is reported), unless the
+ * listener is subscribed with `{ await: true }`.
+ */
 export type AgentListener = (event: AgentEvent) => void | PromiseLike<void>;
+
+/** Options of {@link Agent.subscribe}. */
+export interface SubscribeOptions {
+  /**
+   * Await the listener's Promise: events in order, each after the previous call settled, from a queue of its own; a
+   * run's Promise settles only after the listener handled the run's events (default `false`: called synchronously,
+   * not awaited).
+   */
+  readonly await?: boolean | undefined;
+}
 
 /**
  * A stateful agent: a provider, a model, tools and hooks, a transcript, and at most one run at a time.
@@ -68,6 +82,8 @@ export class Agent {
   readonly state$: Observable<AgentState>;
 
   private readonly events = new EventHub<AgentEvent>();
+  /** The listeners subscribed with `{ await: true }`. */
+  private readonly awaited = new Set<AwaitedListener>();
   private readonly store: AgentStateStore;
   private readonly queues: MessageQueues;
   private readonly runs: AgentRuns;
@@ -115,6 +131,7 @@ export class Agent {
       events: this.events,
       session: this.session,
       budget: spendBoundOf(options.middleware ?? []),
+      awaited: this.awaited,
     });
     this.approvals = new Approvals({
       store: this.store,
@@ -462,8 +479,39 @@ export class Agent {
    * Calls `listener` with every event of every run, synchronously, in subscription order. An error it throws (or a
    * rejection of the Promise it returns) goes to `onListenerError` and never ends the run. Returns the unsubscribe
    * function.
+   *
+   * With `{ await: true }` the listener's Promise is awaited (seed 004: "Subscriber … 可以是同步或异步函数"): it gets
+   * the events in order, each after the previous call's Promise settled, from a queue of its own (the run, `events$`
+   * and the other listeners never wait for it; its first call of a burst runs in a microtask, not inside the
+   * delivery). The Promise of a run started while it is subscribed (`prompt()`, `resume()`, `respond()`,
+   * `retryFrom()`, `abortPending()`) settles — as the run did — only once it handled every event of the run, the
+   * run's `agent_end` included; `prompt$()` and `events$` are unchanged. A throw or a rejection goes to
+   * `onListenerError` with its event, and the queue goes on with the next event. Unsubscribing drops the events still
+   * queued (a call in flight finishes on its own) and releases the run Promises waiting for it.
+   *
+   * Throws {@link InvalidInputError} when `options.await` is not a boolean, or is `true` for a `listener` that is not a
+   * function.
+   *
+   * @example
+   * agent.subscribe(async (event) => { await auditLog.write(event); }, { await: true });
+   * await agent.prompt('hi'); // the audit log holds every event of the run, agent_end last
    */
-  subscribe(listener: AgentListener): () => void {
+  subscribe(listener: AgentListener, options?: SubscribeOptions): () => void {
+    const wait = options?.await;
+    if (wait !== undefined && typeof wait !== 'boolean') {
+      throw new InvalidInputError('subscribe(): options.await must be a boolean');
+    }
+    if (wait === true) {
+      if (typeof listener !== 'function') throw new InvalidInputError('subscribe(): the listener must be a function');
+      const awaited = new AwaitedListener(listener, this.reportListenerError);
+      this.awaited.add(awaited);
+      const remove = this.events.add(awaited);
+      return () => {
+        remove();
+        this.awaited.delete(awaited);
+        awaited.close();
+      };
+    }
     return this.events.add({
       next: (event) => {
         try {

@@ -10,7 +10,6 @@ import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { StreamEvent } from '../types/stream-events.js';
 import { failBeforeContent, FailedBeforeContent } from './hold-until-content.js';
-import { modelIncapability } from './model-incapability.js';
 import type { Middleware } from './types.js';
 import type { ModelCallContext, ModelCallNext, ModelRequest } from './wrapper-types.js';
 
@@ -39,7 +38,7 @@ export const FALLBACK_ERROR_KINDS: readonly ProviderErrorKind[] = [
 /**
  * A wrapper (phase `adapter`) that moves a model call to the next target when it fails with one of the `on` kinds
  * **before its first content event**. The request's own model is tried first, then each target in order. A model
- * that cannot take the request ({@link canServe}: an input kind it lacks, tools for a model with `tools: false`, a
+ * that cannot take the request (`canServe`: an input kind it lacks, tools for a model with `tools: false`, a
  * thinking budget for a model that does not reason, a request over its context window — by its own facts or the
  * model table's) is not sent it: its `model_attempt` carries `incapable` with the reason, it ends as a
  * `model_incapable` (or `context_overflow`) error, and the call always moves on from it, whatever `on` says. The
@@ -84,12 +83,4 @@ export function fallback(targets: readonly FallbackTarget[], options: FallbackOp
       return from(0);
     },
   };
-}
-
-/**
- * Whether `model` can take `request` (input kinds, tools, thinking, context window): {@link modelIncapability} finds
- * nothing it lacks.
- */
-export function canServe(model: Model, request: ModelRequest): boolean {
-  return modelIncapability(model, request) === undefined;
 }

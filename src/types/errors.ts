@@ -267,6 +267,23 @@ export class ThreadHasForksError extends CubepiError {
 }
 
 /**
+ * A checkpointer was asked for an operation its backend does not have (nothing was done): `fromSeedCheckpointer` over
+ * a backend of the seed's protocol (`load`, `append`, `saveExtra` only) has no `listThreads`, and no `deleteThread`
+ * unless the backend gives one. Not a failure of the store: retrying never helps; use a backend that has it.
+ */
+export class CheckpointUnsupportedError extends CubepiError {
+  readonly code = 'checkpoint_unsupported';
+  readonly operation: CheckpointOperation;
+  readonly threadId?: string | undefined;
+
+  constructor(operation: CheckpointOperation, reason: string, threadId?: string) {
+    super(`Checkpoint ${operation} is not supported: ${reason}`);
+    this.operation = operation;
+    if (threadId !== undefined) this.threadId = threadId;
+  }
+}
+
+/**
  * Stored data could not be read back as what was written: a row that is not valid JSON, is not a message, or is
  * missing from the sequence. `seq` names the bad row; it is absent when the bad data is the thread's own record
  * (its `extra`, its counter). The thread is not loaded at all rather than loaded with a hole.
