@@ -100,9 +100,9 @@ export interface RunAgentLoopOptions extends RunSettings {
 /**
  * A run id nobody can guess from another: `run_` and 128 random bits in hex. A server addresses runs by id (watch,
  * cancel), so an id derived from the clock and a counter let one user find another's runs. `getRandomValues`, not
- * `randomUUID`: browsers expose the latter only in secure contexts.
+ * `randomUUID`: browsers expose the latter only in secure contexts. Internal (the Agent names a keyed run before it starts).
  */
-function randomRunId(): string {
+export function randomRunId(): string {
   const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
   let hex = '';
   for (const byte of bytes) hex += byte.toString(16).padStart(2, '0');
