@@ -3,6 +3,8 @@
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidInputError } from 'cubepi';
+import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
+import { createQueueServer } from 'cubepi/server';
 import { createRunQueue, type RunQueue } from 'cubepi/worker';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 
@@ -59,6 +61,33 @@ describe.skipIf(!pgAvailable)('run queue idempotency keys', () => {
     );
     expect(new Set(ids).size).toBe(1);
     expect(await rows('race')).toEqual([ids[0]]);
+  });
+
+  it('POST /threads/:id/runs with the same idempotencyKey answers the first run id; a bad key is a 400', async () => {
+    const server = createQueueServer({
+      queue,
+      agent: 'notes',
+      checkpointer: new PostgresCheckpointer(pool, { schema }),
+    });
+    try {
+      const post = (body: unknown) =>
+        server.fetch(
+          new Request('http://127.0.0.1/threads/h1/runs', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          }),
+        );
+      const created = await post({ input: 'pay', idempotencyKey: 'h-1' });
+      const first = (await created.json()) as { runId: string };
+      expect([created.status, typeof first.runId]).toEqual([201, 'string']);
+      const again = (await (await post({ input: 'pay', idempotencyKey: 'h-1' })).json()) as { runId: string };
+      expect(again.runId).toBe(first.runId);
+      expect(await rows('h1')).toEqual([first.runId]);
+      expect((await post({ input: 'pay', idempotencyKey: 42 })).status).toBe(400);
+    } finally {
+      server.close();
+    }
   });
 
   it('refuses a bad key', async () => {
