@@ -4,7 +4,7 @@
  * @module
  */
 export { Agent, type AgentListener, type SubscribeOptions } from './agent/agent.js';
-export type { AgentOptions, RunOptions } from './agent/agent-options.js';
+export type { AgentOptions, InputOptions, RunOptions } from './agent/agent-options.js';
 export type { AgentForkOptions, RetryFromOptions } from './agent/retry-from.js';
 export type { AgentState } from './agent/agent-state.js';
 export type { QueueMode } from './agent/message-queues.js';
@@ -200,6 +200,7 @@ export {
   BlobMissingError,
   ConfigurationError,
   CubepiError,
+  DuplicateInputError,
   errorMessageOf,
   HookError,
   InvalidInputError,

@@ -7,6 +7,7 @@ import {
   Agent,
   ContextBudget,
   defineTool,
+  MemoryCheckpointer,
   runAgentLoop,
   userMessage,
   type AgentEvent,
@@ -67,6 +68,22 @@ describe('numbered events (seq)', () => {
     const runs = [...new Set(events.map((e) => e.runId))];
     expect(runs).toHaveLength(2);
     for (const runId of runs) expectNumbered(events.filter((e) => e.runId === runId));
+  });
+
+  it('numbers what the Agent adds to a run in its place: input_committed of a keyed prompt, with and without a store', async () => {
+    for (const checkpointer of [undefined, new MemoryCheckpointer()]) {
+      const faux = new FauxProvider({ responses: [fauxMessage('stored and answered')] });
+      const agent = new Agent({
+        provider: faux,
+        model: MODEL,
+        ...(checkpointer === undefined ? {} : { checkpointer, threadId: 't-seq' }),
+      });
+      const events = await lastValueFrom(agent.prompt$('hello', { idempotencyKey: 'k-1' }).pipe(toArray()));
+      expectNumbered(events);
+      const committed = events.findIndex((e) => e.type === 'input_committed');
+      expect(committed).toBeGreaterThan(0);
+      expect(events[committed - 1]).toMatchObject({ type: 'message_end', message: { role: 'user' } });
+    }
   });
 
   it('numbers the Observable loop (runAgentLoop) too', async () => {

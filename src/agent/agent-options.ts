@@ -83,6 +83,25 @@ export interface RunOptions {
   readonly output?: OutputSpec | undefined;
   /** How many times this run asks again after an invalid answer (overrides the agent's `outputRetries`; default 2). */
   readonly outputRetries?: number | undefined;
+  /**
+   * Makes the input idempotent: an input given again with a key the agent has taken is refused with a
+   * `DuplicateInputError` carrying the run that took the first (nothing starts). With a checkpointer the key is stored
+   * with the input — in the metadata of the last prompt message (`cubepi:input`), in the same append, or with an
+   * approval's answer — so another Agent or process on the same thread refuses it too. The run emits
+   * `input_committed` once its input is stored. Non-empty text of at most 256 characters (see docs/agent.md,
+   * "Idempotent inputs and settled results").
+   */
+  readonly idempotencyKey?: string | undefined;
+}
+
+/** Options of `steer` and `followUp`. */
+export interface InputOptions {
+  /**
+   * Makes the message idempotent, as `RunOptions.idempotencyKey` does for a prompt: a key the agent has taken is
+   * refused with a `DuplicateInputError` (nothing is queued); the key is stored in the message's metadata with the run
+   * that takes it, and that run emits `input_committed` once the message is stored.
+   */
+  readonly idempotencyKey?: string | undefined;
 }
 
 /** Throws a {@link ConfigurationError} naming the first invalid option. */

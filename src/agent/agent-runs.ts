@@ -4,7 +4,7 @@
  */
 import { defer, Observable, switchMap, tap, type Observer, type Subscriber } from 'rxjs';
 import { EXPLICIT_HOOKS_NAME, type ComposedMiddleware } from '../middleware/compose-middleware.js';
-import type { AgentEndEvent, AgentEvent } from '../types/agent-events.js';
+import type { AgentEndEvent, AgentEvent, EventPlace, InputCommittedEvent } from '../types/agent-events.js';
 import {
   AgentBusyError,
   errorMessageOf,
@@ -26,7 +26,9 @@ import { StoreBarrier } from './store-barrier.js';
 import { issuesText } from './output-answer.js';
 import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 import { outputSettingsProblem } from './run-settings.js';
-import { runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
+import { randomRunId, runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
+import { checkIdempotencyKey, inputRecordOf, withInputRecord } from './input-keys.js';
+import { settled } from './execution-result.js';
 import { usageOf } from '../types/usage-of.js';
 import type { AwaitedListener } from './awaited-listener.js';
 import type { SpendBound } from '../types/usage.js';
@@ -132,11 +134,12 @@ export class AgentRuns {
     prepare: () => () => RunInput,
     options: RunOptions | undefined,
     before?: () => Promise<void>,
+    committedKey?: string,
   ): Observable<AgentEvent> {
     return new Observable<AgentEvent>((subscriber) => {
       let run: ActiveRun;
       try {
-        run = this.start(prepare(), options, subscriber, before);
+        run = this.start(prepare(), options, subscriber, before, committedKey);
       } catch (error) {
         subscriber.error(error);
         return;
@@ -152,14 +155,26 @@ export class AgentRuns {
    * Starts a run opened by `prompts()` (called once the thread is restored). Throws {@link AgentBusyError} while a run
    * is active and {@link InvalidInputError} for a bad `deadlineMs`. `before` (with a checkpointer only) runs first,
    * the run already active: a failure there fails the run before `agent_start`, as a failed restore does.
+   *
+   * With `options.idempotencyKey`, a key the agent has taken is refused with `DuplicateInputError` (checked now, and
+   * again once the thread is restored, so a key stored by another process counts), the last prompt carries the key,
+   * and the run emits `input_committed` after that prompt's `message_end` (for a run without prompts, after
+   * `agent_start`). `committedKey` is the key of an input stored before the run (an approval's answer): the run emits
+   * `input_committed` for it after `agent_start`.
    */
   start(
     input: () => RunInput,
     options: RunOptions | undefined,
     subscriber: Subscriber<AgentEvent> | undefined,
     before?: () => Promise<void>,
+    committedKey?: string,
   ): ActiveRun & { result: Promise<unknown> } {
     if (this.disposed) throw new InvalidStateError('the agent is disposed: it starts no run');
+    const key = options?.idempotencyKey;
+    if (key !== undefined) {
+      checkIdempotencyKey(key, 'prompt');
+      this.agent.store.inputs.check(key);
+    }
     if (this.current !== undefined || this.forking) throw busy('prompt');
     this.checkOutput(options);
     if (options?.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
@@ -179,6 +194,27 @@ export class AgentRuns {
       throw new InvalidInputError('parent must be { runId, toolCallId, depth } with a depth of 0 or more');
     }
     const { store, events, session } = this.agent;
+    // Known before the run starts: keyed messages carry it in their metadata.
+    const runId = options?.runId ?? randomRunId();
+    // A key given with this run and not stored yet, and the key whose input_committed follows agent_start.
+    let heldKey: string | undefined;
+    let afterStart = committedKey;
+    const opened =
+      key === undefined
+        ? input
+        : () => {
+            const given = input();
+            store.inputs.check(key);
+            store.inputs.hold(key, runId);
+            heldKey = key;
+            const prompts = given.prompts;
+            if (prompts.length === 0) {
+              afterStart = key;
+              return given;
+            }
+            const last = withInputRecord(prompts[prompts.length - 1]!, { idempotencyKey: key, runId });
+            return { ...given, prompts: [...prompts.slice(0, -1), last] };
+          };
     const controller = new AbortController();
     const external = options?.signal;
     const onExternalAbort = () => controller.abort(new RunAbortedError('signal'));
@@ -213,7 +249,7 @@ export class AgentRuns {
     // With `output` given for this run, the Promise is of the typed answer (the overloads of prompt, resume, respond).
     const wantsValue = options?.output !== undefined;
     let end: AgentEndEvent | undefined;
-    let runId: string | undefined;
+    let started = false;
     // What the checkpoint sink stored of this run (messages pass it before their message_end), for a run it stops.
     const stored: Message[] = [];
     const checkpointed = session !== undefined;
@@ -223,8 +259,27 @@ export class AgentRuns {
       run.subscriber?.next(event);
     };
     const stateChanges = store.changes;
+    // The run's events are numbered here, where they are delivered (the loop leaves them unnumbered for the Agent), so
+    // that what this layer adds to the run (input_committed, a closing agent_end) takes its place in the count.
+    let seq = 0;
+    // The input_committed of a keyed input whose message this event stored (or, after agent_start, stored before).
+    const committed = (key: string): InputCommittedEvent & EventPlace => {
+      store.inputs.commit(key, runId);
+      if (key === heldKey) heldKey = undefined;
+      return session === undefined
+        ? { type: 'input_committed', runId, idempotencyKey: key, seq: ++seq }
+        : {
+            type: 'input_committed',
+            runId,
+            idempotencyKey: key,
+            threadSeq: session.storedSeq,
+            seq: ++seq,
+          };
+    };
     const observer: Observer<AgentEvent> = {
-      next: (event) => {
+      next: (loopEvent) => {
+        (loopEvent as { seq?: number }).seq = ++seq;
+        let event = loopEvent;
         if (event.type === 'message_update') {
           // The per-delta path: two fields and two deliveries, nothing else (`store.changed()` written out: most of a
           // stream runs before V8 optimises it, where every call costs).
@@ -235,9 +290,19 @@ export class AgentRuns {
           run.subscriber?.next(event);
           return;
         }
-        if (event.type === 'agent_start') runId = event.runId;
-        else if (event.type === 'message_end' && checkpointed) stored.push(event.message);
-        else if (event.type === 'agent_end') {
+        let commit: (InputCommittedEvent & EventPlace) | undefined;
+        if (event.type === 'agent_start') {
+          started = true;
+          if (afterStart !== undefined) commit = committed(afterStart);
+        } else if (event.type === 'message_end') {
+          if (checkpointed) stored.push(event.message);
+          if (event.message.metadata !== undefined) {
+            const record = inputRecordOf(event.message);
+            if (record !== undefined && store.inputs.isHeld(record.idempotencyKey))
+              commit = committed(record.idempotencyKey);
+          }
+        } else if (event.type === 'agent_end') {
+          event = settled(event, checkpointed ? 'committed' : 'none');
           added = event.messages;
           end = event;
           run.ended = true;
@@ -247,9 +312,11 @@ export class AgentRuns {
         if (event.type === 'agent_end' && this.current === run) this.end();
         events.emit(event);
         run.subscriber?.next(event);
+        if (commit !== undefined) deliver(commit);
       },
       complete: () => {
         closed = true;
+        if (heldKey !== undefined) store.inputs.release(heldKey);
         run.settle();
         run.subscriber?.complete();
         if (!wantsValue) resolveResult([...added]);
@@ -264,11 +331,22 @@ export class AgentRuns {
           session?.invalidate();
           store.errorMessage = errorMessageOf(error);
         }
-        if (runId !== undefined && !run.ended) {
+        // A key whose input was not stored may be given again (after a lost connection the store may hold it: the
+        // next run restores the thread first, and finds it there).
+        if (heldKey !== undefined) store.inputs.release(heldKey);
+        if (started && !run.ended) {
           // The run's own end never got through (a failed write stopped it): end it here, with what was stored.
           run.ended = true;
           if (this.current === run) this.end();
-          deliver({ type: 'agent_end', runId, messages: stored.slice(), outcome: 'failed', usage: usageOf(stored) });
+          const failed: AgentEndEvent & EventPlace = {
+            type: 'agent_end',
+            runId,
+            messages: stored.slice(),
+            outcome: 'failed',
+            usage: usageOf(stored),
+            seq: ++seq,
+          };
+          deliver(settled(failed, session === undefined ? 'none' : 'failed'));
         }
         run.settle();
         run.subscriber?.error(error);
@@ -281,7 +359,7 @@ export class AgentRuns {
       // Nothing to restore or store: the loop delivers to the observer directly (no Subscriber per event), and starts
       // synchronously. A failure to start reaches the observer as it would through an Observable.
       try {
-        startAgentLoop(this.loopOptions(this.opened(input()), options), controller, observer);
+        startAgentLoop(this.loopOptions(this.opened(opened()), options, runId), controller, observer, false);
       } catch (error) {
         // After the run's end, a throw is a bug of ours: let it surface rather than end the run twice.
         if (closed) throw error;
@@ -290,7 +368,7 @@ export class AgentRuns {
       return run;
     }
     // Restored: the run starts synchronously, with no Promise in its way.
-    const loop$ = () => this.loop$(session, this.opened(input()), options, controller);
+    const loop$ = () => this.loop$(session, this.opened(opened()), options, controller, runId);
     const run$ =
       before !== undefined
         ? defer(before).pipe(
@@ -327,13 +405,18 @@ export class AgentRuns {
     input: RunInput,
     options: RunOptions | undefined,
     controller: AbortController,
+    runId: string,
   ): Observable<AgentEvent> {
     const { store } = this.agent;
     // The run's own controller is the loop's: abort() reaches tools, hooks and the provider in one dispatch. The state
     // and approvals are applied before the sink, which stores them at turn and run ends as they are then.
     // Tool calls are stored before they run: the loop waits at each batch until the sink has stored the message.
     const barrier = new StoreBarrier();
-    return runAgentLoopOn({ ...this.loopOptions(input, options), untilStored: barrier.untilStored }, controller).pipe(
+    return runAgentLoopOn(
+      { ...this.loopOptions(input, options, runId), untilStored: barrier.untilStored },
+      controller,
+      false,
+    ).pipe(
       tap((event) => store.applyRunState(event)),
       session.sink(barrier),
     );
@@ -346,7 +429,7 @@ export class AgentRuns {
   }
 
   /** The loop's options for a run over the current transcript. */
-  private loopOptions(input: RunInput, options: RunOptions | undefined): RunAgentLoopOptions {
+  private loopOptions(input: RunInput, options: RunOptions | undefined, runId: string): RunAgentLoopOptions {
     const { provider, options: agentOptions, middleware, store, queues } = this.agent;
     return {
       provider,
@@ -373,11 +456,11 @@ export class AgentRuns {
       deadlineMs: options?.deadlineMs ?? agentOptions.deadlineMs,
       parent: options?.parent,
       limits: options?.limits,
-      runId: options?.runId,
+      runId,
       principal: options?.principal,
       budget: this.agent.budget,
-      getSteeringMessages: () => queues.takeSteering(),
-      getFollowUpMessages: () => queues.takeFollowUps(),
+      getSteeringMessages: () => queues.takeSteering(runId),
+      getFollowUpMessages: () => queues.takeFollowUps(runId),
       state: store.hookState,
     };
   }

@@ -10,7 +10,8 @@ import type { Model } from '../types/model.js';
 import type { HookState } from '../types/state.js';
 import type { AnyAgentTool } from '../types/tool.js';
 import { EventHub } from './event-hub.js';
-import { encodeStoredExtra, type StoredApprovals } from './stored-extra.js';
+import { encodeStoredExtra, MAX_ANSWERED_KEYS, type StoredApprovals } from './stored-extra.js';
+import { InputKeys, type InputKeyRecord } from './input-keys.js';
 
 /** A snapshot of the agent. Arrays and sets are frozen copies: keep them, they never change. */
 export interface AgentState {
@@ -65,6 +66,10 @@ export class AgentStateStore {
   hookState: HookState;
   /** The approvals a suspended run waits for (answered ones keep their answer until the batch resumes). */
   approvals: StoredApprovals | undefined;
+  /** The idempotency keys taken: those of the history, and of inputs given and not stored yet. */
+  readonly inputs = new InputKeys();
+  /** The idempotency keys of approval answers, kept with the thread's `extra` (the last `MAX_ANSWERED_KEYS`). */
+  answered: readonly InputKeyRecord[] = [];
   /** Approval requests of the run in progress, committed to {@link approvals} when it ends suspended. */
   private tentative: ApprovalRequest[] = [];
   /** The run in progress resumes the suspended batch: its end clears {@link approvals}. */
@@ -86,6 +91,13 @@ export class AgentStateStore {
     this.tools = init.tools;
     this.messages = init.messages;
     this.hookState = init.state;
+    this.inputs.rebuild(init.messages, []);
+  }
+
+  /** Keeps `record` (an approval answer's key) with the thread, dropping the oldest beyond `MAX_ANSWERED_KEYS`. */
+  addAnswered(record: InputKeyRecord): void {
+    const answered = [...this.answered, record];
+    this.answered = answered.length > MAX_ANSWERED_KEYS ? answered.slice(-MAX_ANSWERED_KEYS) : answered;
   }
 
   /** The run state's values (what hooks read as `ctx.extra`). */
@@ -100,7 +112,7 @@ export class AgentStateStore {
 
   /** The `extra` record a checkpointer keeps for this state and its approvals. */
   storedExtra(): Record<string, unknown> {
-    return encodeStoredExtra(this.hookState, this.approvals);
+    return encodeStoredExtra(this.hookState, this.approvals, this.answered);
   }
 
   /**
@@ -180,7 +192,13 @@ export class AgentStateStore {
   /** Makes a restored thread the transcript (and its state and approvals, when it has them), then tells subscribers. */
   restore(
     messages: Message[],
-    stored: { readonly state: HookState; readonly approvals: StoredApprovals | undefined } | undefined,
+    stored:
+      | {
+          readonly state: HookState;
+          readonly approvals: StoredApprovals | undefined;
+          readonly answered?: readonly InputKeyRecord[];
+        }
+      | undefined,
   ): void {
     this.messages = messages;
     this.messagesSnapshot = undefined;
@@ -188,6 +206,8 @@ export class AgentStateStore {
       this.hookState = stored.state;
       this.approvals = stored.approvals;
     }
+    this.answered = stored?.answered ?? [];
+    this.inputs.rebuild(messages, this.answered);
     this.changed();
   }
 
@@ -206,6 +226,8 @@ export class AgentStateStore {
    */
   reset(): void {
     this.messages = [];
+    this.answered = [];
+    this.inputs.clear();
     this.approvals = undefined;
     this.tentative = [];
     this.resuming = false;

@@ -22,6 +22,7 @@ import {
   pickHooks,
   validateAgentOptions,
   type AgentOptions,
+  type InputOptions,
   type RunOptions,
 } from './agent-options.js';
 import { busy, AgentRuns, type RunInput } from './agent-runs.js';
@@ -35,6 +36,8 @@ import { MessageQueues } from './message-queues.js';
 import { resolveModel } from './resolve-model.js';
 import { forkThreadId, retryPrompts, type AgentForkOptions, type RetryFromOptions } from './retry-from.js';
 import { spendBoundOf } from './run-ledger.js';
+import { checkIdempotencyKey } from './input-keys.js';
+import { randomRunId } from './run-agent-loop.js';
 import { validateTools } from './run-settings.js';
 import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
 
@@ -314,6 +317,10 @@ export class Agent {
    * The resumed run takes `options.output`, else the agent's `output` (the output a suspended run was given for
    * itself is not kept with it). With `options.output`, the resumed run resolves to the typed answer, as `prompt()`
    * does; an answer that does not complete the batch then resolves `undefined`.
+   *
+   * With `options.idempotencyKey`, the key is stored with the answer (in the same write), with the id of the run it
+   * resumes when it completes the batch: an answer given again with the key — here or by another Agent on the thread —
+   * is refused with `DuplicateInputError` carrying that run's id, before the request is looked at.
    */
   respond<S extends OutputSpec>(
     requestId: string,
@@ -322,9 +329,18 @@ export class Agent {
   ): Promise<InferOutput<S> | undefined>;
   respond(requestId: string, answer: ApprovalAnswer, options?: RunOptions): Promise<Message[]>;
   async respond(requestId: string, answer: ApprovalAnswer, options?: RunOptions): Promise<unknown> {
-    const complete = await this.approvals.answer(requestId, answer);
+    const keyed = this.keyedAnswer(options);
+    const complete = await this.approvals.answer(requestId, answer, keyed?.record);
     if (!complete) return options?.output !== undefined ? undefined : [];
-    return this.runs.toPromise<unknown>(() => this.runs.start(() => this.resumeInput(), options, undefined));
+    return this.runs.toPromise<unknown>(() =>
+      this.runs.start(
+        () => this.resumeInput(),
+        keyed?.options ?? options,
+        undefined,
+        undefined,
+        keyed?.record.idempotencyKey,
+      ),
+    );
   }
 
   /**
@@ -332,9 +348,35 @@ export class Agent {
    * run's events follow (unsubscribing cancels that run); otherwise it completes with no event.
    */
   respond$(requestId: string, answer: ApprovalAnswer, options?: RunOptions): Observable<AgentEvent> {
-    return defer(() => this.approvals.answer(requestId, answer)).pipe(
-      switchMap((complete) => (complete ? this.runs.toObservable(() => () => this.resumeInput(), options) : EMPTY)),
-    );
+    return defer(() => {
+      const keyed = this.keyedAnswer(options);
+      return defer(() => this.approvals.answer(requestId, answer, keyed?.record)).pipe(
+        switchMap((complete) =>
+          complete
+            ? this.runs.toObservable(
+                () => () => this.resumeInput(),
+                keyed?.options ?? options,
+                undefined,
+                keyed?.record.idempotencyKey,
+              )
+            : EMPTY,
+        ),
+      );
+    });
+  }
+
+  /**
+   * For an answer with an idempotency key: the key with the id of the run the answer resumes (known now, so it is
+   * stored with the answer), and that run's options (the key is the answer's, so the run does not take it again).
+   */
+  private keyedAnswer(
+    options: RunOptions | undefined,
+  ): { record: { idempotencyKey: string; runId: string }; options: RunOptions } | undefined {
+    const key = options?.idempotencyKey;
+    if (key === undefined) return undefined;
+    checkIdempotencyKey(key, 'respond()');
+    const runId = options!.runId ?? randomRunId();
+    return { record: { idempotencyKey: key, runId }, options: { ...options, idempotencyKey: undefined, runId } };
   }
 
   /**
@@ -352,9 +394,18 @@ export class Agent {
   /**
    * Queues a message for the active run, injected after the current tool batch and before the next model call (or
    * before the first model call of the next run when idle). Returns an id for {@link cancelSteer}.
+   *
+   * With `options.idempotencyKey`, a key the agent has taken is refused with `DuplicateInputError` (nothing is
+   * queued); the message carries the key in its metadata (`cubepi:input`, with the id of the run that takes it), and
+   * that run emits `input_committed` once it is stored. Keys stored by another process are known once the thread is
+   * restored (`restore()`, or a run).
    */
-  steer(message: string | Message): string {
-    return this.queues.steer(toMessage(message, 'steer', this.limits));
+  steer(message: string | Message, options?: InputOptions): string {
+    const checked = toMessage(message, 'steer', this.limits);
+    const key = options?.idempotencyKey;
+    if (key === undefined) return this.queues.steer(checked);
+    this.holdKey(key, 'steer()');
+    return this.queues.steer(checked, key);
   }
 
   /**
@@ -443,12 +494,28 @@ export class Agent {
 
   /** Removes a queued steering message; returns whether it was still queued. */
   cancelSteer(id: string): boolean {
-    return this.queues.cancelSteer(id);
+    const removed = this.queues.cancelSteer(id);
+    if (removed?.key !== undefined) this.store.inputs.release(removed.key);
+    return removed !== undefined;
   }
 
-  /** Queues a message to continue the run when it would otherwise end (after steering is empty). */
-  followUp(message: string | Message): void {
-    this.queues.followUp(toMessage(message, 'followUp', this.limits));
+  /**
+   * Queues a message to continue the run when it would otherwise end (after steering is empty). With
+   * `options.idempotencyKey`, as {@link steer}.
+   */
+  followUp(message: string | Message, options?: InputOptions): void {
+    const checked = toMessage(message, 'followUp', this.limits);
+    const key = options?.idempotencyKey;
+    if (key === undefined) return this.queues.followUp(checked);
+    this.holdKey(key, 'followUp()');
+    this.queues.followUp(checked, key);
+  }
+
+  /** Takes `key` for a queued message: refused when taken already. */
+  private holdKey(key: string, where: string): void {
+    checkIdempotencyKey(key, where);
+    this.store.inputs.check(key);
+    this.store.inputs.hold(key, undefined);
   }
 
   /** Cancels the active run (no-op when idle). `reason` is added to the closing message's `errorMessage`. */

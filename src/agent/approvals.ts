@@ -11,6 +11,7 @@ import type { AgentStateStore } from './agent-state.js';
 import type { CheckpointSession } from './checkpoint-session.js';
 import type { ResumeAnswer, ResumeBatch } from './resume-batch.js';
 import type { StoredRequest } from './stored-extra.js';
+import type { InputKeyRecord } from './input-keys.js';
 
 /** What {@link Approvals} works with: the parts of its Agent. */
 export interface ApprovalsInit {
@@ -28,9 +29,13 @@ export class Approvals {
   /**
    * Records `answer` for `requestId` and stores it; resolves with whether it was the batch's last open request (the
    * run can resume). A failure leaves nothing recorded.
+   *
+   * With `keyed`, its key is refused with `DuplicateInputError` when taken (checked first, once the thread is
+   * restored), and stored with the answer in the same write: with its `runId` when the answer completes the batch
+   * (that run resumes it), without when it does not.
    */
-  async answer(requestId: string, answer: ApprovalAnswer): Promise<boolean> {
-    await this.ready();
+  async answer(requestId: string, answer: ApprovalAnswer, keyed?: InputKeyRecord): Promise<boolean> {
+    await this.ready(keyed?.idempotencyKey);
     const { store, session } = this.agent;
     const approvals = store.approvals!;
     const request = approvals.requests.find((r) => r.requestId === requestId);
@@ -39,26 +44,37 @@ export class Approvals {
     const checked = await this.checkAnswer(request, answer);
     if (this.agent.isBusy()) throw busy();
     if (request.answer !== undefined) throw new StaleApprovalError(requestId, 'answered'); // answered meanwhile
+    if (keyed !== undefined) store.inputs.check(keyed.idempotencyKey); // given meanwhile
     const before = store.approvals;
+    const answeredBefore = store.answered;
     store.approvals = {
       ...approvals,
       requests: approvals.requests.map((r) => (r === request ? { ...r, answer: checked } : r)),
     };
+    const complete = store.pending.length === 0;
+    const record = keyed === undefined ? undefined : complete ? keyed : { idempotencyKey: keyed.idempotencyKey };
+    if (record !== undefined) store.addAnswered(record);
     store.changed();
     try {
       await session?.saveNow();
     } catch (error) {
       store.approvals = before; // not stored: not answered
+      store.answered = answeredBefore;
       store.changed();
       throw error;
     }
-    return store.pending.length === 0;
+    if (record !== undefined) store.inputs.commit(record.idempotencyKey, record.runId);
+    return complete;
   }
 
-  /** Waits for the restore and checks that a run is suspended and none is active. */
-  async ready(): Promise<void> {
+  /**
+   * Waits for the restore and checks that a run is suspended and none is active — and first, once restored, that
+   * `key` (an answer's idempotency key) was not taken (`DuplicateInputError`).
+   */
+  async ready(key?: string): Promise<void> {
     if (this.agent.isBusy()) throw busy();
     await this.agent.restore();
+    if (key !== undefined) this.agent.store.inputs.check(key);
     if (this.agent.store.approvals === undefined) {
       throw new InvalidStateError('No run is suspended: there is no approval request to answer');
     }

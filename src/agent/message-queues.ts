@@ -4,13 +4,19 @@
  * @module
  */
 import type { Message } from '../types/messages.js';
+import { withInputRecord } from './input-keys.js';
 
 /** How a queue hands messages to the loop: one per model call, or all at once. */
 export type QueueMode = 'one-at-a-time' | 'all';
 
-interface QueuedSteer {
-  readonly id: string;
+interface Queued {
   readonly message: Message;
+  /** The message's idempotency key: the run that takes it is stamped into its metadata (`cubepi:input`). */
+  readonly key?: string | undefined;
+}
+
+interface QueuedSteer extends Queued {
+  readonly id: string;
 }
 
 /**
@@ -20,7 +26,7 @@ interface QueuedSteer {
  */
 export class MessageQueues {
   private steering: QueuedSteer[] = [];
-  private followUps: Message[] = [];
+  private followUps: Queued[] = [];
   private steerCounter = 0;
 
   /** `modes` is read at every take (the Agent passes its options: default `one-at-a-time` for both). */
@@ -36,37 +42,40 @@ export class MessageQueues {
     return this.steering.length > 0;
   }
 
-  /** Queues a steering message; returns its id (for {@link cancelSteer}). */
-  steer(message: Message): string {
+  /** Queues a steering message (with its idempotency key, if any); returns its id (for {@link cancelSteer}). */
+  steer(message: Message, key?: string): string {
     const id = `steer_${++this.steerCounter}`;
-    this.steering.push({ id, message });
+    this.steering.push(key === undefined ? { id, message } : { id, message, key });
     return id;
   }
 
-  /** Removes a queued steering message; returns whether it was still queued. */
-  cancelSteer(id: string): boolean {
+  /** Removes a queued steering message; returns it (with its key) if it was still queued. */
+  cancelSteer(id: string): { readonly key?: string | undefined } | undefined {
     const index = this.steering.findIndex((entry) => entry.id === id);
-    if (index < 0) return false;
-    this.steering.splice(index, 1);
-    return true;
+    if (index < 0) return undefined;
+    return this.steering.splice(index, 1)[0];
   }
 
-  /** Queues a follow-up message. */
-  followUp(message: Message): void {
-    this.followUps.push(message);
+  /** Queues a follow-up message (with its idempotency key, if any). */
+  followUp(message: Message, key?: string): void {
+    this.followUps.push(key === undefined ? { message } : { message, key });
   }
 
-  /** The steering messages for the next model call (one, or all in mode `all`), removed from the queue. */
-  takeSteering(): Message[] {
+  /**
+   * The steering messages for the next model call (one, or all in mode `all`), removed from the queue. A message
+   * given with an idempotency key carries it in its metadata with `runId`, the run that takes it.
+   */
+  takeSteering(runId?: string): Message[] {
     if (this.steering.length === 0) return [];
     const taken = this.modes.steeringMode === 'all' ? this.steering.splice(0) : this.steering.splice(0, 1);
-    return taken.map((entry) => entry.message);
+    return taken.map((entry) => messageOf(entry, runId));
   }
 
-  /** The follow-ups that continue a run (one, or all in mode `all`), removed from the queue. */
-  takeFollowUps(): Message[] {
+  /** The follow-ups that continue a run (one, or all in mode `all`), removed from the queue; keyed as steering is. */
+  takeFollowUps(runId?: string): Message[] {
     if (this.followUps.length === 0) return [];
-    return this.modes.followUpMode === 'all' ? this.followUps.splice(0) : this.followUps.splice(0, 1);
+    const taken = this.modes.followUpMode === 'all' ? this.followUps.splice(0) : this.followUps.splice(0, 1);
+    return taken.map((entry) => messageOf(entry, runId));
   }
 
   /** Empties both queues. */
@@ -74,4 +83,9 @@ export class MessageQueues {
     this.steering = [];
     this.followUps = [];
   }
+}
+
+/** A queued message as the run takes it: stamped with its key and the run, when it has a key. */
+function messageOf(entry: Queued, runId: string | undefined): Message {
+  return entry.key === undefined ? entry.message : withInputRecord(entry.message, { idempotencyKey: entry.key, runId });
 }

@@ -100,9 +100,9 @@ export interface RunAgentLoopOptions extends RunSettings {
 /**
  * A run id nobody can guess from another: `run_` and 128 random bits in hex. A server addresses runs by id (watch,
  * cancel), so an id derived from the clock and a counter let one user find another's runs. `getRandomValues`, not
- * `randomUUID`: browsers expose the latter only in secure contexts.
+ * `randomUUID`: browsers expose the latter only in secure contexts. Internal (the Agent names a keyed run before it starts).
  */
-function randomRunId(): string {
+export function randomRunId(): string {
   const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
   let hex = '';
   for (const byte of bytes) hex += byte.toString(16).padStart(2, '0');
@@ -143,10 +143,11 @@ export function runAgentLoop(options: RunAgentLoopOptions): Observable<AgentEven
 export function runAgentLoopOn(
   options: RunAgentLoopOptions,
   shared: AbortController | undefined,
+  numbered = true,
 ): Observable<AgentEvent> {
   validateLoopOptions(options);
   return new Observable<AgentEvent>((subscriber) =>
-    startLoop(options, shared, subscriber, (event) => subscriber.next(event)),
+    startLoop(options, shared, subscriber, (event) => subscriber.next(event), numbered),
   );
 }
 
@@ -170,9 +171,10 @@ export function startAgentLoop(
   options: RunAgentLoopOptions,
   shared: AbortController | undefined,
   observer: LoopObserver,
+  numbered = true,
 ): () => void {
   validateLoopOptions(options);
-  return startLoop(options, shared, observer, observer.next);
+  return startLoop(options, shared, observer, observer.next, numbered);
 }
 
 function startLoop(
@@ -180,14 +182,18 @@ function startLoop(
   shared: AbortController | undefined,
   subscriber: { error(error: unknown): void; complete(): void },
   deliver: (event: AgentEvent) => void,
+  numbered: boolean,
 ): () => void {
   // Every event is numbered as it leaves the run (`seq`, see EventPlace): stamped on the event the run just built,
-  // before anyone sees it, so no copy per event.
+  // before anyone sees it, so no copy per event. The Agent numbers them itself where it delivers them (`numbered`
+  // false), in the same count as the events it adds to a run (`input_committed`).
   let seq = 0;
-  const emit = (event: AgentEvent): void => {
-    (event as { seq?: number }).seq = ++seq;
-    deliver(event);
-  };
+  const emit = numbered
+    ? (event: AgentEvent): void => {
+        (event as { seq?: number }).seq = ++seq;
+        deliver(event);
+      }
+    : deliver;
   const controller = shared ?? new AbortController();
   const { signal } = controller;
   const abort = (reason: unknown) => {

@@ -8,11 +8,19 @@ import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import { InvalidInputError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { HookState } from '../types/state.js';
+import type { InputKeyRecord } from './input-keys.js';
 
 /** The key of the run state's bookkeeping (version, event log, fragments, who changed what). Reserved. */
 export const STATE_KEY = 'cubepi:state';
 /** The key of the approvals a suspended run waits for. Reserved. */
 export const APPROVALS_KEY = 'cubepi:approvals';
+/**
+ * The key of the idempotency keys of approval answers (`respond(…, { idempotencyKey })`), the last
+ * {@link MAX_ANSWERED_KEYS}, each with the run its answer resumed. Reserved.
+ */
+export const INPUTS_KEY = 'cubepi:inputs';
+/** How many answered idempotency keys a thread keeps (the oldest are dropped). */
+export const MAX_ANSWERED_KEYS = 100;
 
 /** An approval request as kept with the thread: with its answer once given (stored before the call runs). */
 export interface StoredRequest extends ApprovalRequest {
@@ -26,8 +34,15 @@ export interface StoredApprovals {
   readonly deferred: readonly Message[];
 }
 
-/** The `extra` record for a state and its approvals. A state never patched keeps the record as plain values. */
-export function encodeStoredExtra(state: HookState, approvals: StoredApprovals | undefined): Record<string, unknown> {
+/**
+ * The `extra` record for a state, its approvals and its answered idempotency keys. A state never patched keeps the
+ * record as plain values; no key is written for what is absent or empty.
+ */
+export function encodeStoredExtra(
+  state: HookState,
+  approvals: StoredApprovals | undefined,
+  answered?: readonly InputKeyRecord[],
+): Record<string, unknown> {
   const record: Record<string, unknown> = { ...state.values };
   if (state.version > 0) {
     record[STATE_KEY] = {
@@ -38,16 +53,30 @@ export function encodeStoredExtra(state: HookState, approvals: StoredApprovals |
     };
   }
   if (approvals !== undefined) record[APPROVALS_KEY] = approvals;
+  if (answered !== undefined && answered.length > 0) record[INPUTS_KEY] = answered;
   return record;
 }
 
-/** The state and approvals of a loaded `extra` record (a record written before 0.2.0 is all values). */
+/** The state, approvals and answered keys of a loaded `extra` record (a record written before 0.2.0 is all values). */
 export function decodeStoredExtra(extra: Readonly<Record<string, unknown>>): {
   state: HookState;
   approvals: StoredApprovals | undefined;
+  answered: readonly InputKeyRecord[];
 } {
-  const { [STATE_KEY]: stored, [APPROVALS_KEY]: approvals, ...values } = extra;
-  return { state: stateFromStored(values, stored), approvals: checkApprovals(approvals) };
+  const { [STATE_KEY]: stored, [APPROVALS_KEY]: approvals, [INPUTS_KEY]: answered, ...values } = extra;
+  return {
+    state: stateFromStored(values, stored),
+    approvals: checkApprovals(approvals),
+    answered: checkAnswered(answered),
+  };
+}
+
+function checkAnswered(value: unknown): readonly InputKeyRecord[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((r: unknown) => typeof recordOf(r)?.idempotencyKey === 'string')) {
+    throw new InvalidInputError('the stored idempotency keys are not a list of { idempotencyKey, runId }');
+  }
+  return value as readonly InputKeyRecord[];
 }
 
 function checkApprovals(value: unknown): StoredApprovals | undefined {

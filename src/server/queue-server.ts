@@ -7,6 +7,7 @@
  */
 import type { Observable } from 'rxjs';
 import { decodeStoredExtra, APPROVALS_KEY } from '../agent/stored-extra.js';
+import { checkIdempotencyKey } from '../agent/input-keys.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { ConfigurationError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
@@ -45,6 +46,8 @@ export type QueueRunRequest = (
   readonly owner?: string | null | undefined;
   /** The run's id, a UUID (given with `limits`: the run's slot is held under it before it is queued). */
   readonly runId?: string | undefined;
+  /** The request's idempotency key (`RunRequest.idempotencyKey`): a duplicate is answered with the first run's id. */
+  readonly idempotencyKey?: string | undefined;
 };
 
 /**
@@ -102,7 +105,7 @@ export interface QueueServer extends HttpAgentServer {
 }
 
 /**
- * Serves the agent server's routes on a run queue: `POST /threads/:id/runs` enqueues a prompt (201 `{ runId,
+ * Serves the agent server's routes on a run queue: `POST /threads/:id/runs` enqueues a prompt (`{ input, idempotencyKey? }`; 201 `{ runId,
  * threadId }`), `GET /runs/:id/events` streams the run's frames from the queue (SSE, resumable with `Last-Event-ID`;
  * WebSocket with `attachWebSocket`), `DELETE /runs/:id` cancels it wherever it runs, `POST
  * /threads/:id/approvals/:requestId` enqueues the answer (200 `{ runId, threadId }`), `GET /threads/:id` and `GET
@@ -144,7 +147,10 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     const budget = await limiter.admit(principal, runId, action, threadId);
     try {
       const run = await build();
-      return await queue.enqueue(budget === undefined ? run : { ...run, runId });
+      const queued = await queue.enqueue(budget === undefined ? run : { ...run, runId });
+      // A duplicate (its idempotency key names a run already queued) queued nothing under this run's slot.
+      if (queued !== runId) await budget?.release();
+      return queued;
     } catch (error) {
       await budget?.release();
       throw error;
@@ -163,12 +169,15 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
     const body = await readJsonBody(request, settings.maxBodyBytes);
     // User content only, checked before anything is admitted, claimed or queued (400 otherwise).
     const input = userInput((body as { input?: unknown } | null)?.input, settings.maxFileBytes);
+    const key = (body as { idempotencyKey?: unknown } | null)?.idempotencyKey;
+    const idempotencyKey = key === undefined ? undefined : checkIdempotencyKey(key, 'idempotencyKey');
     const runId = await enqueueAdmitted(principal, 'start_run', threadId, async () => ({
       threadId,
       agent,
       input,
       principal,
       owner: await ownership.claim(principal, 'start_run', threadId),
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
     }));
     return json(201, { runId, threadId });
   }

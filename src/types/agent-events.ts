@@ -93,6 +93,36 @@ export interface AgentEndEvent {
     readonly issues: readonly OutputIssue[];
     readonly attempts: number;
   };
+  /** How the run settled (set by the Agent; see {@link ExecutionResult}). */
+  readonly execution?: ExecutionResult;
+}
+
+/**
+ * How a run of an Agent settled (`agent_end.execution`): its `outcome`, whether what closes it is in the checkpointer
+ * (`committed`: every message and the final `extra` were stored before `agent_end`; `failed`: a write failed, and the
+ * thread holds what was stored up to it; `none`: the agent has no checkpointer), and whether the history is consistent:
+ * in what the run stored (or, without a checkpointer, added), every tool call has exactly one result, except the calls
+ * a suspended run waits for, which have none. Runs of `runAgentLoop` alone have no `execution`.
+ */
+export interface ExecutionResult {
+  readonly runId: string;
+  readonly outcome: RunOutcome;
+  readonly checkpoint: 'committed' | 'none' | 'failed';
+  readonly historyConsistent: boolean;
+}
+
+/**
+ * The input of a run is stored: emitted once for each input given with an idempotency key (`RunOptions` or
+ * `InputOptions.idempotencyKey`) — right after the `message_end` of its (last) message, which with a checkpointer is
+ * delivered only once the append that holds it succeeded; for an approval's answer (`respond`), which is stored
+ * before its run starts, right after that run's `agent_start`. `threadSeq` is the thread's `seq` once the input is
+ * stored (absent without a checkpointer). An input without a key emits no `input_committed`.
+ */
+export interface InputCommittedEvent {
+  readonly type: 'input_committed';
+  readonly runId: string;
+  readonly idempotencyKey?: string;
+  readonly threadSeq?: number;
 }
 
 /** A turn started: one model call and the tool batch it asks for. `turnIndex` counts from 0 within the run. */
@@ -339,6 +369,7 @@ export type AgentEvent = (
   | AgentStartEvent
   | RunRecoveringEvent
   | AgentEndEvent
+  | InputCommittedEvent
   | TurnStartEvent
   | TurnEndEvent
   | MessageStartEvent

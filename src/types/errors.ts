@@ -455,6 +455,28 @@ export class StaleApprovalError extends CubepiError {
 }
 
 /**
+ * An input was given with an idempotency key the agent has already taken (`RunOptions.idempotencyKey` of `prompt`,
+ * `respond`, …, or `InputOptions.idempotencyKey` of `steer` and `followUp`): nothing was started or queued. `runId` is
+ * the run that took the first input with this key — in this process, or in another one that stored it on the same
+ * thread — or `undefined` when no run has taken it yet (a steering message still queued, an answer that did not
+ * complete its batch). See docs/agent.md, "Idempotent inputs and settled results".
+ */
+export class DuplicateInputError extends CubepiError {
+  readonly code = 'duplicate_input';
+
+  constructor(
+    readonly idempotencyKey: string,
+    readonly runId: string | undefined,
+  ) {
+    super(
+      runId === undefined
+        ? `The input with idempotency key "${idempotencyKey}" was already given (no run has taken it yet)`
+        : `The input with idempotency key "${idempotencyKey}" was already taken by run ${runId}`,
+    );
+  }
+}
+
+/**
  * A run with `output` ended without a valid answer (`agent.prompt(…, { output })` rejects with it): `reason`
  * `invalid` (the answers were not values of the schema and `outputRetries` were spent; `issues` are the last one's) or
  * `missing` (the run ended `outcome` before the model answered). `messages` are what the run added.

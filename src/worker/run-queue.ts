@@ -10,6 +10,7 @@ import type { ConstructorOptions, PgBoss } from 'pg-boss';
 import type * as PgBossModule from 'pg-boss';
 import { Observable } from 'rxjs';
 import { threadIdProblem } from '../checkpoint/check-arguments.js';
+import { checkIdempotencyKey } from '../agent/input-keys.js';
 import { ConfigurationError, InvalidInputError } from '../types/errors.js';
 import type { RunOutcome, SequencedEvent } from '../types/agent-events.js';
 import type { ApprovalAnswer } from '../types/approval.js';
@@ -82,6 +83,12 @@ export type RunRequest = (
    * limit check of `createQueueServer` holds the principal's run slot under it). A UUID; an id in use is refused.
    */
   readonly runId?: string | undefined;
+  /**
+   * Makes the request idempotent on its thread: a second `enqueue` on the same thread with the same key queues
+   * nothing and resolves with the first run's id (a unique index on `(thread_id, idempotency_key)` decides, so two API
+   * nodes racing with the same key get the same run). Non-empty text of at most 256 characters.
+   */
+  readonly idempotencyKey?: string | undefined;
 };
 
 /** Where a queued run is. */
@@ -348,10 +355,14 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
       const instance = await boss();
       const runId = checked.runId ?? randomUUID();
       const priority = await agentNumber(checked.agent).catch(database(runId, 'enqueue'));
-      await inTransaction(pool, async (client) => {
-        await client.query(
-          `INSERT INTO ${tables.runs} (run_id, thread_id, agent, request, routed, owner, principal)
-           VALUES ($1, $2, $3, $4, true, $5, $6)`,
+      const key = checked.idempotencyKey;
+      return inTransaction(pool, async (client) => {
+        // With a key, the unique index on (thread_id, idempotency_key) decides: a duplicate inserts nothing and is
+        // answered with the run that holds the key (also when another node inserted it a moment ago).
+        const inserted = await client.query(
+          `INSERT INTO ${tables.runs} (run_id, thread_id, agent, request, routed, owner, principal, idempotency_key)
+           VALUES ($1, $2, $3, $4, true, $5, $6, $7)
+           ${key === undefined ? '' : 'ON CONFLICT (thread_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING'}`,
           [
             runId,
             checked.threadId,
@@ -359,8 +370,16 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
             JSON.stringify(checked.request),
             checked.owner,
             checked.principal === undefined ? null : JSON.stringify(checked.principal),
+            key ?? null,
           ],
         );
+        if (inserted.rowCount === 0) {
+          const { rows } = await client.query<{ run_id: string }>(
+            `SELECT run_id FROM ${tables.runs} WHERE thread_id = $1 AND idempotency_key = $2`,
+            [checked.threadId, key],
+          );
+          return rows[0]!.run_id;
+        }
         const data: RunJobData = { runId, threadId: checked.threadId, agent: checked.agent };
         // The agent's number as the job's priority: workers fetch only their agents' numbers. The queue's
         // key_strict_fifo picks each thread's head among all its jobs, whatever their priority, so a thread's run
@@ -371,8 +390,8 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
           singletonKey: checked.threadId,
           db: { executeSql: (text, values) => client.query(text, values) },
         });
+        return runId;
       }).catch(database(runId, 'enqueue'));
-      return runId;
     },
 
     async cancel(runId, reason = 'cancelled') {
@@ -577,6 +596,7 @@ interface CheckedRequest {
   readonly principal: Principal | undefined;
   readonly owner: string | null;
   readonly runId: string | undefined;
+  readonly idempotencyKey: string | undefined;
 }
 
 function checkRequest(request: RunRequest): CheckedRequest {
@@ -586,7 +606,9 @@ function checkRequest(request: RunRequest): CheckedRequest {
     throw new InvalidInputError('enqueue: `runId` must be a UUID');
   }
   const who = checkWho(request);
-  return { ...checkWhat(request), ...who, runId };
+  const key = request.idempotencyKey;
+  const idempotencyKey = key === undefined ? undefined : checkIdempotencyKey(key, 'enqueue');
+  return { ...checkWhat(request), ...who, runId, idempotencyKey };
 }
 
 /** The principal and owner of a request, checked (`InvalidInputError` for a principal without an id). */

@@ -37,7 +37,8 @@ const MIGRATE_LOCK_CLASS = 0x63727271; // "crrq"
  * retried run knows whether its prompt was stored. `routed`: its job carries its agent's number as its pg-boss priority
  * (false for the runs an older version queued, until `relabelRuns` gives their jobs the number). `owner`: the
  * `Principal.id` of the thread's owner when the run was queued (the run is theirs; NULL for an unowned thread or a run
- * an older version queued); `principal`: who the run acts for, passed to the agent by the worker (NULL: nobody).
+ * an older version queued); `principal`: who the run acts for, passed to the agent by the worker (NULL: nobody);
+ * `idempotency_key`: the request's key (`RunRequest.idempotencyKey`), unique per thread (NULL: none).
  *
  * `cubepi_run_agents` numbers the agent names (from 1): a run's job is sent with its agent's number as its priority,
  * and a worker fetches with `minPriority = maxPriority =` the number of each of its agents, so it only takes runs it
@@ -66,6 +67,9 @@ const ddl = (t: RunTables): string => `
   CREATE INDEX IF NOT EXISTS cubepi_runs_unrouted ON ${t.runs} (created_at) WHERE NOT routed AND status <> 'ended';
   ALTER TABLE ${t.runs} ADD COLUMN IF NOT EXISTS owner text;
   ALTER TABLE ${t.runs} ADD COLUMN IF NOT EXISTS principal jsonb;
+  ALTER TABLE ${t.runs} ADD COLUMN IF NOT EXISTS idempotency_key text;
+  CREATE UNIQUE INDEX IF NOT EXISTS cubepi_runs_idempotency ON ${t.runs} (thread_id, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
   CREATE TABLE IF NOT EXISTS ${t.agents} (
     name text PRIMARY KEY,
     number integer GENERATED ALWAYS AS IDENTITY UNIQUE
