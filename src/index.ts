@@ -75,6 +75,13 @@ export {
 } from './middleware/wrapper-types.js';
 export { MaxTurns } from './middleware/max-turns.js';
 export { RedactToolResults, type Redactor } from './middleware/redact-tool-results.js';
+export {
+  DEFAULT_TOOL_RESULT_MAX_CHARS,
+  limitToolResult,
+  ToolResultLimit,
+  type ToolResultCut,
+  type ToolResultLimitOptions,
+} from './middleware/tool-result-limit.js';
 export { SlidingWindow, type SlidingWindowOptions } from './middleware/sliding-window.js';
 export { StopOnText } from './middleware/stop-on-text.js';
 export {
@@ -122,6 +129,7 @@ export {
   type BeforeToolCallResult,
   type HookResult,
   type Middleware,
+  type HookRetryPolicy,
   type TurnAction,
   type TurnDecision,
   type TurnEndContext,
@@ -207,6 +215,8 @@ export {
   ProviderError,
   StaleApprovalError,
   StatePatchConflictError,
+  StatePatchError,
+  StatePatchPermissionError,
   RunAbortedError,
   ToolExecutionError,
   type AbortReason,

@@ -86,7 +86,7 @@ describe('approvals', () => {
       reason: 'Tool send_email needs approval',
     });
     expect(events.filter((e) => e.type === 'approval_requested')).toEqual([
-      { type: 'approval_requested', runId: expect.any(String), ...request },
+      { type: 'approval_requested', runId: expect.any(String), seq: expect.any(Number), ...request },
     ]);
     expect(ends(events)[0]).toMatchObject({ outcome: 'suspended', pending: [request] });
     expect(agent.state.pendingApprovals).toEqual([request]);
@@ -618,6 +618,7 @@ describe('lifecycle and error policy', () => {
       {
         type: 'hook_error',
         runId: expect.any(String),
+        seq: expect.any(Number),
         middleware: 'analytics',
         hook: 'transformSystemPrompt',
         error: 'analytics down',

@@ -208,6 +208,7 @@ describe('the chain told at start', () => {
     expect((await collect(bare.prompt$('go')))[0]).toEqual({
       type: 'agent_start',
       runId: expect.any(String),
+      seq: expect.any(Number),
       middleware: {},
     });
     const explicit = new Agent({

@@ -416,6 +416,35 @@ describe('traceAgent: the span tree and its attributes', () => {
     expect(tool.events.map((e) => e.name)).toEqual(['approval_requested']);
     expect(one(all, 'invoke_agent').attributes['cubepi.run.outcome']).toBe('suspended');
   });
+
+  it("a retried hook's failed attempts are hook_error span events with the attempt and invocation id", async () => {
+    const { tracer, spans } = otel();
+    let calls = 0;
+    const agent = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('ok')] }),
+      model: 'faux',
+      middleware: [
+        {
+          name: 'flaky',
+          retry: { attempts: 2 },
+          transformSystemPrompt: (prompt: string) => {
+            if (++calls === 1) throw Object.assign(new Error('503'), { retryable: true });
+            return prompt;
+          },
+        },
+      ],
+    });
+    traceAgent(agent, { tracer });
+    await agent.prompt('go');
+    const [event, ...rest] = one(spans(), 'turn 0').events.filter((e) => e.name === 'hook_error');
+    expect(rest).toEqual([]);
+    expect(event!.attributes).toMatchObject({
+      'cubepi.middleware': 'flaky',
+      'cubepi.hook': 'transformSystemPrompt',
+      'cubepi.hook.attempt': 1,
+      'cubepi.hook.invocation_id': expect.stringMatching(/\.h1$/),
+    });
+  });
 });
 
 describe('traceEvents: a bare runAgentLoop', () => {

@@ -185,8 +185,15 @@ function startLoop(
   options: RunAgentLoopOptions,
   shared: AbortController | undefined,
   subscriber: { error(error: unknown): void; complete(): void },
-  emit: (event: AgentEvent) => void,
+  deliver: (event: AgentEvent) => void,
 ): () => void {
+  // Every event is numbered as it leaves the run (`seq`, see EventPlace): stamped on the event the run just built,
+  // before anyone sees it, so no copy per event.
+  let seq = 0;
+  const emit = (event: AgentEvent): void => {
+    (event as { seq?: number }).seq = ++seq;
+    deliver(event);
+  };
   const controller = shared ?? new AbortController();
   const { signal } = controller;
   const abort = (reason: unknown) => {
@@ -271,6 +278,7 @@ function startLoop(
     threadId: options.threadId,
     state: options.state ?? stateFromStored(options.extra ?? {}, undefined),
     patchCount: 0,
+    hookInvocations: 0,
     sink: undefined as unknown as HookSink,
     outcome: undefined,
     getSteeringMessages: options.getSteeringMessages,

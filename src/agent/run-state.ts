@@ -8,13 +8,13 @@ import type { BlobResolver } from './resolve-blobs.js';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import { hashInput } from '../middleware/hash-input.js';
 import type { HookContext } from '../middleware/hook-context.js';
-import { HOOK_SINK, type HookSink } from '../middleware/hook-sink.js';
+import { HOOK_SINK, type HookAttempt, type HookSink } from '../middleware/hook-sink.js';
 import type { ComposedHooks, HookResult } from '../middleware/types.js';
 import type { AgentEvent, ParentRun, RunOutcome } from '../types/agent-events.js';
 import { applyPatch, patchedKeys } from '../types/apply-patch.js';
 import type { ApprovalRequest } from '../types/approval.js';
 import type { ToolCall } from '../types/content.js';
-import { errorMessageOf, HookError, StatePatchConflictError, type HookName } from '../types/errors.js';
+import { errorMessageOf, HookError, StatePatchConflictError, StatePatchError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message, ToolCallOutcome, ToolResultMessage } from '../types/messages.js';
 import type { HookState, StatePatch } from '../types/state.js';
 import type { Model, ReasoningSetting } from '../types/model.js';
@@ -135,6 +135,8 @@ export interface RunState {
   state: HookState;
   /** Patches applied in this run, for their event ids. */
   patchCount: number;
+  /** Invocations of retried hooks in this run, for their ids. */
+  hookInvocations: number;
   /** Where composed hooks report patches and skipped failures (put on every hook context). */
   readonly sink: HookSink;
   /** How the run ends, once known (a stop decision, a suspension, a hook's `stop`). */
@@ -237,20 +239,28 @@ function hookCharge(run: RunState): (usage: Usage) => void {
 export function runSink(run: RunState, call?: number): HookSink {
   return {
     patch: (producer, patch) => applyRunPatch(run, producer, patch, call),
-    skipped: (error) =>
-      run.emit({
-        type: 'hook_error',
-        runId: run.runId,
-        middleware: error.middleware,
-        hook: error.hook,
-        error: errorMessageOf(error.cause),
-      }),
-    emit: (event) => run.emit(event),
+    skipped: (error, attempt) => emitHookError(run, error, attempt),
+    attemptFailed: (error, attempt) => emitHookError(run, error, attempt),
+    invocationId: () => `${run.runId}.h${++run.hookInvocations}`,
+    // A middleware's event is copied: the run numbers what it emits, and the middleware's object may be frozen or reused.
+    emit: (event) => run.emit({ ...event }),
     callModel: (request, purpose, invocationId) => {
       const turnIndex = run.turn?.index ?? run.turnIndex;
       return sideModelCall(run, turnIndex, () => hookContext(run, turnIndex), request, purpose, invocationId);
     },
   };
+}
+
+/** A hook's failure as a `hook_error` event (with its attempt, for a middleware with `retry`). */
+function emitHookError(run: RunState, error: HookError, attempt: HookAttempt | undefined): void {
+  const event = {
+    type: 'hook_error' as const,
+    runId: run.runId,
+    middleware: error.middleware,
+    hook: error.hook,
+    error: errorMessageOf(error.cause),
+  };
+  run.emit(attempt === undefined ? event : { ...event, ...attempt });
 }
 
 /** Applies `patch` of `producer` to the run state (see {@link runSink}); throws a `StatePatchConflictError`. */
@@ -326,8 +336,8 @@ export function toHookError(
   hook: HookName,
   input: unknown,
   error: unknown,
-): HookError | StatePatchConflictError {
-  if (error instanceof HookError || error instanceof StatePatchConflictError) return error;
+): HookError | StatePatchError {
+  if (error instanceof HookError || error instanceof StatePatchError) return error;
   return new HookError({ middleware: run.hookOwner, hook, inputHash: hashInput(input), cause: error });
 }
 

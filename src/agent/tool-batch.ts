@@ -10,7 +10,7 @@ import type { ToolCallNext, ToolCallRequest, ToolOutcome } from '../middleware/w
 import type { ApprovalRequest } from '../types/approval.js';
 import { toolResultProblem } from '../types/check-tool-result.js';
 import type { ToolCall } from '../types/content.js';
-import { errorMessageOf, HookError, StatePatchConflictError } from '../types/errors.js';
+import { errorMessageOf, HookError, StatePatchError } from '../types/errors.js';
 import type { AssistantMessage, ToolCallOutcome, ToolResultMessage } from '../types/messages.js';
 import type { AgentToolResult } from '../types/tool.js';
 import { emitResultMessage, finishCall, openCalls, startCall, type RunnableCall } from './call-records.js';
@@ -196,8 +196,7 @@ export function* executeCall(
       holdCall(run, turn, runnable.index, args, decision.reason, decision.payload);
       return undefined;
     }
-    if (error instanceof HookError || error instanceof RunStopped || error instanceof StatePatchConflictError)
-      throw error;
+    if (error instanceof HookError || error instanceof RunStopped || error instanceof StatePatchError) throw error;
     outcome = errorOutcome(errorMessageOf(error));
   } finally {
     settled = true;

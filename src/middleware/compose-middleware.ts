@@ -2,7 +2,19 @@
  * Composing many middlewares into one function per hook, each by its own rule.
  * @module
  */
-import { catchError, defer, EMPTY, from, isObservable, map, of, takeLast, throwError, type Observable } from 'rxjs';
+import {
+  catchError,
+  defer,
+  EMPTY,
+  from,
+  isObservable,
+  map,
+  of,
+  retry,
+  takeLast,
+  throwError,
+  type Observable,
+} from 'rxjs';
 import { chainedRule } from '../../operators/chain-hooks.js';
 import { foldHooks, type HookRule } from '../../operators/fold-hooks.js';
 import { firstBlockWinsRule } from '../../operators/gate-tool-call.js';
@@ -12,7 +24,7 @@ import { anyTrueStopsRule } from '../../operators/stop-when-any.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import type { RunOutcome } from '../types/agent-events.js';
 import { isHookDecision, type HookDecision } from '../types/decision.js';
-import { ConfigurationError, HookError, StatePatchConflictError, type HookName } from '../types/errors.js';
+import { ConfigurationError, HookError, isAbortError, StatePatchError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
 import {
   HOOK_PHASES,
@@ -22,7 +34,18 @@ import {
 } from '../types/middleware-chain.js';
 import type { StatePatch } from '../types/state.js';
 import type { AgentToolResult } from '../types/tool.js';
-import { sinkOf } from './hook-sink.js';
+import {
+  backoff,
+  checkObserved,
+  checkWrites,
+  entryGuard,
+  localInvocationId,
+  NO_GUARD,
+  retries,
+  RetryCancelled,
+  type EntryGuard,
+} from './hook-guard.js';
+import { sinkOf, type HookAttempt } from './hook-sink.js';
 import { checkAnswer, type HookAnswers } from './check-answer.js';
 import {
   composeWrappers,
@@ -96,7 +119,7 @@ const RULES: { readonly [H in HookName]: string } = {
 };
 
 /** One middleware's implementation of one hook. */
-interface Entry {
+interface Entry extends EntryGuard {
   readonly name: string;
   readonly call: (...args: unknown[]) => unknown;
   /** Whether a failure drops this hook's answer (`skip`) instead of ending the run. */
@@ -141,6 +164,11 @@ const EXPLICIT_LINK: MiddlewareChainLink = Object.freeze({ name: EXPLICIT_HOOKS_
  * then `hookOrder` (0 when absent), then list order: a stable sort, so a list that declares neither runs in list
  * order. `convertToLlm`'s "last wins" picks the last after sorting.
  *
+ * A middleware's declarations are compiled onto its entries once, here: `writes` (a patch writing outside them is a
+ * `StatePatchPermissionError`, never skipped), `observeOnly` (no patch, no answer that steers the run: a `HookError`)
+ * and `retry` (a failing call is made again after its backoff; the fold moves to the operator path for it). The
+ * fold checks them only for the entries that have them.
+ *
  * A hook given in `explicit` (the `Agent` constructor's options) replaces every middleware's version of it. Only the
  * hooks some middleware implements are wired. Composition happens once; each composed function folds its rule over
  * the hooks synchronously while they answer with plain values (no subscription), and hands the accumulator over to
@@ -148,8 +176,9 @@ const EXPLICIT_LINK: MiddlewareChainLink = Object.freeze({ name: EXPLICIT_HOOKS_
  *
  * A hook that throws, errors or answers with the wrong shape fails with a {@link HookError} naming its middleware.
  * Throws {@link ConfigurationError} for duplicate names, a middleware that is not an object, a hook that is not a
- * function, an unknown `hookPhase`, a `hookOrder` that is not a finite number, a `version` that is not a non-empty
- * string, and two middlewares that implement the same hook in the same phase and both declare the same `hookOrder`.
+ * function, an invalid `writes`, `observeOnly` or `retry`, an unknown `hookPhase`, a `hookOrder` that is not a finite
+ * number, a `version` that is not a non-empty string, and two middlewares that implement the same hook in the same phase
+ * and both declare the same `hookOrder`.
  */
 export function composeMiddleware(
   middleware: readonly Middleware[] = [],
@@ -162,11 +191,12 @@ export function composeMiddleware(
       throw new ConfigurationError(`middleware "${names[index]}": onError must be "stop" or "skip"`);
     return placementOf(m, names[index]!);
   });
+  const guards = middleware.map((m, index) => entryGuard(m, names[index]!));
 
   const hooks: Record<string, unknown> = {};
   const description = {} as Record<HookName, HookChainDescription>;
   for (const hook of HOOK_NAMES) {
-    const implementers = placed(hook, middleware, names, placements);
+    const implementers = placed(hook, middleware, names, placements, guards);
     const explicitHook = (explicit as Record<string, unknown>)[hook];
     if (explicitHook !== undefined && typeof explicitHook !== 'function') {
       throw new ConfigurationError(`the ${hook} hook must be a function`);
@@ -174,14 +204,8 @@ export function composeMiddleware(
     let entries = implementers;
     let overridden: Entry[] = [];
     if (explicitHook !== undefined) {
-      entries = [
-        {
-          name: EXPLICIT_HOOKS_NAME,
-          call: explicitHook.bind(explicit) as Entry['call'],
-          skip: false,
-          link: EXPLICIT_LINK,
-        },
-      ];
+      const call = explicitHook.bind(explicit) as Entry['call'];
+      entries = [{ name: EXPLICIT_HOOKS_NAME, call, skip: false, link: EXPLICIT_LINK, ...NO_GUARD }];
       overridden = implementers;
     } else if (hook === 'convertToLlm' && implementers.length > 1) {
       entries = implementers.slice(-1);
@@ -259,6 +283,7 @@ function placed(
   middleware: readonly Middleware[],
   names: readonly string[],
   placements: readonly Placement[],
+  guards: readonly EntryGuard[],
 ): Entry[] {
   const found: { entry: Entry; placement: Placement }[] = [];
   middleware.forEach((m, index) => {
@@ -269,7 +294,12 @@ function placed(
     const placement = placements[index]!;
     const { phase, order, version } = placement;
     const link = Object.freeze(version === undefined ? { name, phase, order } : { name, phase, order, version });
-    found.push({ entry: { name, call: fn.bind(m) as Entry['call'], skip: m.onError === 'skip', link }, placement });
+    const { writes, observeOnly, retry } = guards[index]!;
+    const call = fn.bind(m) as Entry['call'];
+    found.push({
+      entry: { name, call, skip: m.onError === 'skip', link, writes, observeOnly, retry },
+      placement,
+    });
   });
   // Array.prototype.sort is stable: equal phase and order keep list order.
   found.sort((a, b) => a.placement.phaseIndex - b.placement.phaseIndex || a.placement.order - b.placement.order);
@@ -383,15 +413,19 @@ function foldEntries<H extends HookName, TAcc, TInput, TCtx>(
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i]!;
     const input = inputOf === undefined ? (acc as unknown as TInput) : inputOf(acc);
-    let answer: unknown;
+    let answer: unknown = UNANSWERED;
     try {
       answer = call(entry, input, ctx);
       if (isAsync(answer)) return handOver(hook, rule, entries, i, acc, ctx, call, errorInput, answer, input);
       answer = checkAnswer(hook, answer);
+      if (entry.observeOnly) checkObserved(hook, answer, input);
       reportPatch(hook, entry, answer, ctx);
     } catch (error) {
+      // A call that threw, of a middleware with `retry`: the retries wait, so the operator path takes over.
+      if (answer === UNANSWERED && entry.retry !== undefined)
+        return handOver(hook, rule, entries, i, acc, ctx, call, errorInput, new FailedCall(error), input);
       const failure = hookError(hook, entry, errorInput(input, ctx), error);
-      if (!entry.skip || failure instanceof StatePatchConflictError) throw failure;
+      if (!entry.skip || failure instanceof StatePatchError) throw failure;
       sinkOf(ctx)?.skipped(failure);
       continue;
     }
@@ -422,16 +456,20 @@ function handOver<H extends HookName, TAcc, TInput, TCtx>(
   const toHookError = (entry: Entry, given: TInput) => (error: unknown) =>
     hookError(hook, entry, errorInput(given, ctx), error);
   return from(entries.slice(i)).pipe(
-    foldHooks(rule, acc, (next: Entry, nextInput: TInput, k) =>
-      answer$(
-        hook,
-        next,
-        ctx,
-        k === 0 ? () => pending : () => call(next, nextInput, ctx),
-        toHookError(next, k === 0 ? input : nextInput),
-      ),
-    ),
+    foldHooks(rule, acc, (next: Entry, nextInput: TInput, k) => {
+      const given = k === 0 ? input : nextInput;
+      const again = () => call(next, given, ctx);
+      return answer$(hook, next, ctx, k === 0 ? () => pending : again, again, given, toHookError(next, given));
+    }),
   );
+}
+
+/** What a hook's fast-path call answered before it was called again: not an answer (the call threw `error`). */
+const UNANSWERED: unique symbol = Symbol('unanswered');
+
+/** A fast-path call that threw, handed over for its retries. */
+class FailedCall {
+  constructor(readonly error: unknown) {}
 }
 
 /**
@@ -458,12 +496,14 @@ function reportPatch(hook: HookName, entry: Entry, answer: unknown, ctx: unknown
     default:
       return;
   }
-  if (patch !== undefined) sinkOf(ctx)?.patch(entry.name, patch);
+  if (patch === undefined) return;
+  if (entry.writes !== undefined) checkWrites(entry.name, entry.writes, patch);
+  sinkOf(ctx)?.patch(entry.name, patch);
 }
 
-/** A hook's failure, named after its middleware; a state conflict (the run's verdict on a patch) stays as it is. */
-function hookError(hook: HookName, entry: Entry, input: unknown, cause: unknown): HookError | StatePatchConflictError {
-  if (cause instanceof HookError || cause instanceof StatePatchConflictError) return cause;
+/** A hook's failure, named after its middleware; a refused patch (the run's verdict on it) stays as it is. */
+function hookError(hook: HookName, entry: Entry, input: unknown, cause: unknown): HookError | StatePatchError {
+  if (cause instanceof HookError || cause instanceof StatePatchError) return cause;
   return new HookError({ middleware: entry.name, hook, phase: entry.link.phase, inputHash: hashInput(input), cause });
 }
 
@@ -473,34 +513,104 @@ function isAsync(answer: unknown): answer is PromiseLike<unknown> | Observable<u
 }
 
 /**
- * A hook's answer as a checked Observable (for the operator path), `answer()` being called on subscription. A call
- * that throws, an error or a wrong shape errors it with `toHookError(error)`.
+ * A hook's answer as a checked Observable (for the operator path), `first()` being called on subscription. A call
+ * that throws, an error or a wrong shape errors it with `toHookError(error)`. For a middleware with `retry`, a failed
+ * call is made again with `again()` (see {@link retried$}).
  */
 function answer$<H extends HookName>(
   hook: H,
   entry: Entry,
   ctx: unknown,
-  answer: () => unknown,
-  toHookError: (error: unknown) => HookError | StatePatchConflictError,
+  first: () => unknown,
+  again: () => unknown,
+  input: unknown,
+  toHookError: (error: unknown) => HookError | StatePatchError,
 ): Observable<HookAnswers[H]> {
-  return defer(() => {
-    const value = answer();
-    return isObservable(value) ? value : isPromiseLike(value) ? from(value) : of(value);
-  }).pipe(
+  if (entry.retry !== undefined) return retried$(hook, entry, ctx, first, again, input, toHookError);
+  return defer(() => answerOf(first())).pipe(
     takeLast(1),
-    map((value) => {
-      const checked = checkAnswer(hook, value);
-      reportPatch(hook, entry, checked, ctx);
-      return checked;
-    }),
-    catchError((error: unknown) => {
-      const failure = toHookError(error);
-      if (!entry.skip || failure instanceof StatePatchConflictError) return throwError(() => failure);
-      // Skipped: no answer (the rule keeps what it had), and the run is told.
-      sinkOf(ctx)?.skipped(failure);
-      return EMPTY;
-    }),
+    map((value) => checked(hook, entry, ctx, value, input)),
+    catchError((error: unknown) => failed(entry, ctx, toHookError(error), undefined)),
   );
+}
+
+/** What a call answered, as an Observable (a fast-path call that threw, as its error). */
+function answerOf(value: unknown): Observable<unknown> {
+  if (value instanceof FailedCall) return throwError(() => value.error);
+  return isObservable(value) ? value : isPromiseLike(value) ? from(value) : of(value);
+}
+
+/** An answer checked for its shape, for an observe-only middleware's limits, and with its patch reported. */
+function checked<H extends HookName>(hook: H, entry: Entry, ctx: unknown, value: unknown, input: unknown) {
+  const answer = checkAnswer(hook, value);
+  if (entry.observeOnly) checkObserved(hook, answer, input);
+  reportPatch(hook, entry, answer, ctx);
+  return answer;
+}
+
+/**
+ * A failed hook, as the fold goes on: the failure (a stop, or a refused patch even under `skip`), or no answer (the
+ * rule keeps what it had) with the run told. `attempt`: the failure was the last call of a retried hook.
+ */
+function failed(
+  entry: Entry,
+  ctx: unknown,
+  failure: HookError | StatePatchError,
+  attempt: HookAttempt | undefined,
+): Observable<never> {
+  if (!entry.skip || failure instanceof StatePatchError) {
+    if (attempt !== undefined && failure instanceof HookError) sinkOf(ctx)?.attemptFailed?.(failure, attempt);
+    return throwError(() => failure);
+  }
+  sinkOf(ctx)?.skipped(failure, attempt);
+  return EMPTY;
+}
+
+/**
+ * {@link answer$} for a middleware with `retry`: the call is made again (`again()`) while it fails transiently, up to
+ * `attempts` calls, after each backoff (on the policy's scheduler, so virtual time drives it under test). Each failed
+ * call is reported with its attempt and the invocation's id; the last one fails as without `retry`. A cancellation —
+ * of the run (its signal) during a backoff, or an abort error — goes on as it is; unsubscribing tears the wait down.
+ */
+function retried$<H extends HookName>(
+  hook: H,
+  entry: Entry,
+  ctx: unknown,
+  first: () => unknown,
+  again: () => unknown,
+  input: unknown,
+  toHookError: (error: unknown) => HookError | StatePatchError,
+): Observable<HookAnswers[H]> {
+  const policy = entry.retry!;
+  return defer(() => {
+    const sink = sinkOf(ctx);
+    const signal = (ctx as { signal?: AbortSignal } | undefined)?.signal;
+    const invocationId = sink?.invocationId?.() ?? localInvocationId();
+    let attempt = 0;
+    const call$ = defer(() => {
+      attempt++;
+      return answerOf(attempt === 1 ? first() : again());
+    }).pipe(takeLast(1));
+    return call$.pipe(
+      retry({
+        count: policy.attempts - 1,
+        delay: (error: unknown) => {
+          if (!retries(policy, error, signal)) return throwError(() => error);
+          const failure = toHookError(error);
+          if (failure instanceof HookError) sink?.attemptFailed?.(failure, { attempt, invocationId, willRetry: true });
+          return backoff(policy, attempt, signal);
+        },
+      }),
+      map((value) => checked(hook, entry, ctx, value, input)),
+      catchError((error: unknown) => {
+        if (error instanceof RetryCancelled) return throwError(() => error.reason);
+        // A cancellation is no failed attempt: it fails (or is skipped) as without `retry`, and is not reported.
+        const cancelled = isAbortError(error) || signal?.aborted === true;
+        const report = cancelled ? undefined : { attempt, invocationId, willRetry: false };
+        return failed(entry, ctx, toHookError(error), report);
+      }),
+    );
+  });
 }
 
 type Merged = MergedTurnAction<AssistantMessage, Message, TurnDecision>;

@@ -14,8 +14,18 @@ import type { ModelRequest } from './wrapper-types.js';
 export interface HookSink {
   /** A hook of `producer` answered with `patch`: apply it now (it may throw a `StatePatchConflictError`). */
   patch(producer: string, patch: StatePatch): void;
-  /** A hook of a middleware declared `onError: 'skip'` failed: report it; its answer is dropped. */
-  skipped(error: HookError): void;
+  /**
+   * A hook of a middleware declared `onError: 'skip'` failed: report it (`hook_error`); its answer is dropped.
+   * `attempt` says which call it was, for a middleware with `retry`.
+   */
+  skipped(error: HookError, attempt?: HookAttempt): void;
+  /**
+   * A call of a hook of a middleware with `retry` failed and is not skipped: it is called again (`willRetry`) or its
+   * failure ends the run. Report it (`hook_error`).
+   */
+  attemptFailed?(error: HookError, attempt: HookAttempt): void;
+  /** A new id for one invocation of a hook (shared by its attempts): unique within the run. */
+  invocationId?(): string;
   /** Emits a middleware's own event into the run (a run's sink has it; a sink made elsewhere may not). */
   emit?(event: MiddlewareEvent): void;
   /**
@@ -24,6 +34,13 @@ export interface HookSink {
    * wrappers see `purpose` on their context. Calls the invocation `invocationId`.
    */
   callModel?(request: SideModelRequest, purpose: string, invocationId: string): Observable<StreamEvent>;
+}
+
+/** Which call of a retried hook failed: its attempt (1-based), the id its attempts share, whether another follows. */
+export interface HookAttempt {
+  readonly attempt: number;
+  readonly invocationId: string;
+  readonly willRetry: boolean;
 }
 
 /** A middleware's own model call: the run's provider and model unless it names others; no tools unless given. */

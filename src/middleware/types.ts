@@ -2,7 +2,7 @@
  * The seven hooks: their contexts, results and contracts.
  * @module
  */
-import type { Observable } from 'rxjs';
+import type { Observable, SchedulerLike } from 'rxjs';
 import type { RunOutcome } from '../types/agent-events.js';
 import type { ToolCall, ToolResultContent } from '../types/content.js';
 import type { HookDecision } from '../types/decision.js';
@@ -201,6 +201,56 @@ export interface Middleware extends AgentHooks, Wrappers {
    * the tightest bound of each kind applies.
    */
   readonly budget?: SpendBound | undefined;
+  /**
+   * What this middleware's hooks may write to the run state. Each entry is a key, exact (`'prefs'`) or a prefix ending
+   * in `.*` (`'memory.*'`: every key that starts with `memory.`, not `memory` itself). A patch names what it touches
+   * as keys: the keys it sets or deletes (`set`, `delete`), `cubepi:fragment.<id>` for each context fragment it adds or
+   * removes, `cubepi:events` when it appends events. A patch touching any key outside `writes` is refused whole with a
+   * `StatePatchPermissionError` (naming the offending keys) and the run fails — even with `onError: 'skip'`. Without
+   * `writes` a middleware may write anything. Checked when a hook answers with the patch, before it is applied.
+   */
+  readonly writes?: readonly string[] | undefined;
+  /**
+   * `true`: this middleware only observes (logging, tracing, metrics). Its hooks may not patch the state (any
+   * non-empty patch is a `StatePatchPermissionError`, the run fails) nor change what the run does: a transform that
+   * returns another value than it was given, a `beforeToolCall` that blocks, replaces, pauses or stops, an
+   * `afterToolCall` that rewrites a result field, a `shouldStopAfterTurn` that answers `true`, an
+   * `afterModelResponse` that replaces the response, injects messages or decides, an `onRunStart` that stops — each
+   * is a `HookError` naming it (dropped with a `hook_error` event under `onError: 'skip'`). Answering nothing is the
+   * way. Cannot be combined with a non-empty `writes`.
+   */
+  readonly observeOnly?: true | undefined;
+  /**
+   * Calls this middleware's hooks again when they fail transiently (not its wrappers; model calls have their own
+   * retries). See {@link HookRetryPolicy}.
+   */
+  readonly retry?: HookRetryPolicy | undefined;
+}
+
+/**
+ * How a middleware's failing hook is called again. A call that throws, rejects or errors with an error `transient`
+ * accepts is made again, after `backoffMs`, up to `attempts` calls in all; every failed attempt emits a `hook_error`
+ * event with its `attempt` (1-based), the `invocationId` its attempts share, and whether it `willRetry`. When the
+ * attempts are spent (or the error is not transient) the last failure does what it does without `retry`: it ends the
+ * run with a `HookError`, or is dropped under `onError: 'skip'`. A wrong-shaped answer and a refused patch are not
+ * retried (they are bugs, not transient), and neither is cancellation: an abort error, or any failure once the run's
+ * `signal` fired; a cancellation during a backoff ends the wait at once and goes on as a cancellation.
+ */
+export interface HookRetryPolicy {
+  /** How many calls in all, the first included: an integer of at least 1 (1 means no retry). */
+  readonly attempts: number;
+  /**
+   * The wait before each retry, in ms: a number, or a function of the attempt about to be made's predecessor
+   * (`1` before the second call, `2` before the third). Default 0 (retry at once).
+   */
+  readonly backoffMs?: number | ((attempt: number) => number) | undefined;
+  /**
+   * Whether a failure is worth another call. Default: the error has `retryable: true` (as errors of clients that
+   * classify their failures do); anything else is a bug and is not retried.
+   */
+  readonly transient?: ((error: unknown) => boolean) | undefined;
+  /** Where backoff waits are scheduled (default `asyncScheduler`, virtual inside `TestScheduler.run()`). */
+  readonly scheduler?: SchedulerLike | undefined;
 }
 
 export { HOOK_PHASES, type HookPhase } from '../types/middleware-chain.js';

@@ -51,6 +51,8 @@ export const ATTR = {
   middlewareVersion: 'cubepi.middleware.version',
   middlewareChain: 'cubepi.middleware.chain',
   hook: 'cubepi.hook',
+  hookAttempt: 'cubepi.hook.attempt',
+  hookInvocationId: 'cubepi.hook.invocation_id',
   stateProducer: 'cubepi.state.producer',
   stateVersion: 'cubepi.state.version',
   compactionReason: 'cubepi.compaction.reason',

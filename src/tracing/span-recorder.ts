@@ -250,6 +250,8 @@ export class SpanRecorder {
           ...versionOf(run, event.middleware),
           [ATTR.hook]: event.hook,
         };
+        if (event.attempt !== undefined) attributes[ATTR.hookAttempt] = event.attempt;
+        if (event.invocationId !== undefined) attributes[ATTR.hookInvocationId] = event.invocationId;
         this.addContent(attributes, span, ATTR.exceptionMessage, () => event.error);
         span.addEvent('hook_error', attributes);
         return;

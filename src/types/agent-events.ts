@@ -182,7 +182,9 @@ export interface ApprovalRequestedEvent extends ApprovalRequest {
 
 /**
  * A hook of a middleware declared `onError: 'skip'` failed: its answer was dropped and the run went on. (A hook of a
- * middleware that stops on error ends the run with a `HookError` instead.)
+ * middleware that stops on error ends the run with a `HookError` instead.) For a middleware with `retry`, every
+ * failed call of a hook is one: `attempt`, `invocationId` and `willRetry` are set (and only then); the last one is
+ * followed by the skip or by the run's failure.
  */
 export interface HookErrorEvent {
   readonly type: 'hook_error';
@@ -191,6 +193,12 @@ export interface HookErrorEvent {
   readonly hook: string;
   /** The failure's message. */
   readonly error: string;
+  /** Which call of the hook failed (1-based), for a middleware with `retry`. */
+  readonly attempt?: number | undefined;
+  /** The invocation the attempt belongs to: one id for all the attempts of one hook call. */
+  readonly invocationId?: string | undefined;
+  /** Whether the hook is called again (after its backoff). */
+  readonly willRetry?: boolean | undefined;
 }
 
 /**
@@ -335,7 +343,7 @@ export interface CompactionEndEvent {
  * `message_update`×N, `message_end`) → tool events → `toolResult` messages → `turn_end`. A run is `agent_start` …
  * `agent_end`.
  */
-export type AgentEvent =
+export type AgentEvent = (
   | AgentStartEvent
   | RunRecoveringEvent
   | AgentEndEvent
@@ -355,7 +363,21 @@ export type AgentEvent =
   | StatePatchedEvent
   | ContextTrimmedEvent
   | CompactionStartEvent
-  | CompactionEndEvent;
+  | CompactionEndEvent
+) &
+  EventPlace;
+
+/**
+ * Where an event stands in its run (seed 002 §8: "事件要带单调序号"). `seq` is 1 for the run's `agent_start`, then one
+ * more per event the run emits, in the order its listeners receive them, so a listener can order and deduplicate events
+ * without the server. Every event a run emits carries it; it is optional in the type so that events can be built by hand
+ * (tests, replays). The count is per run in this process: a run recovered on another worker (`run_recovering`, which
+ * the worker emits before the run's own events, carries none) counts from 1 again, and the wire numbers events on its
+ * own (after coalescing deltas: {@link SequencedEvent}).
+ */
+export interface EventPlace {
+  readonly seq?: number | undefined;
+}
 
 /** The events a middleware may emit through the run (see `docs/context.md`). */
 export type MiddlewareEvent = ContextTrimmedEvent | CompactionStartEvent | CompactionEndEvent;

@@ -313,11 +313,23 @@ export class CheckpointSchemaError extends CheckpointError {
 }
 
 /**
+ * The family of a state patch the run refused: a conflict ({@link StatePatchConflictError}) or a write the producer
+ * may not make ({@link StatePatchPermissionError}). Either fails the run, even for a middleware declared
+ * `onError: 'skip'` (the refused patch is not applied, and the run cannot go on as if it had been).
+ */
+export abstract class StatePatchError extends CubepiError {
+  /** The refused patch's producer (a middleware's name). */
+  abstract readonly producer: string;
+  /** The keys of the refused patch at fault. */
+  abstract readonly keys: readonly string[];
+}
+
+/**
  * A patch the run state cannot take as it is: two patches from one parallel tool batch changed the same key (which one
  * should win is not defined, so neither silently does), or a patch declared the state version it read
  * (`StatePatch.baseVersion`) and the state has moved on since. The run ends (outcome `failed`); the producers are named.
  */
-export class StatePatchConflictError extends CubepiError {
+export class StatePatchConflictError extends StatePatchError {
   readonly code = 'state_patch_conflict';
   /** The key in conflict: for a stale version, the patch's first key (`''` when it changes no key). */
   readonly key: string;
@@ -368,6 +380,32 @@ export class StatePatchConflictError extends CubepiError {
     this.reason = 'version';
     this.expectedVersion = expectedVersion;
     this.actualVersion = actualVersion;
+  }
+}
+
+/**
+ * A patch wrote what its producer may not: a key outside the middleware's `writes`, or anything at all from an
+ * `observeOnly` middleware. Nothing of the patch was applied and the run fails (not skippable by `onError: 'skip'`).
+ * `keys` are the offending ones, as `writes` names them: a `values` key (`set`, `delete`),
+ * `cubepi:fragment.<id>` for a context fragment added or removed, `cubepi:events` for `appendEvents`.
+ */
+export class StatePatchPermissionError extends StatePatchError {
+  readonly code = 'state_patch_permission';
+  readonly producer: string;
+  readonly keys: readonly string[];
+  /** What the producer may write (its `writes`; empty for an `observeOnly` middleware). */
+  readonly allowed: readonly string[];
+
+  constructor(producer: string, keys: readonly string[], allowed: readonly string[], observeOnly = false) {
+    const what = keys.map((k) => `"${k}"`).join(', ');
+    super(
+      observeOnly
+        ? `${producer} is observeOnly: it may not patch the state (it wrote ${what})`
+        : `${producer} may not write ${what}: its writes are ${allowed.length === 0 ? 'none' : allowed.map((k) => `"${k}"`).join(', ')}`,
+    );
+    this.producer = producer;
+    this.keys = keys;
+    this.allowed = allowed;
   }
 }
 
