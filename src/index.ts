@@ -114,6 +114,12 @@ export {
 export type { HookContext } from './middleware/hook-context.js';
 export { ANONYMOUS_PRINCIPAL, isPrincipal, type Principal } from './types/principal.js';
 export {
+  HOOK_PHASES,
+  type HookPhase,
+  type MiddlewareChain,
+  type MiddlewareChainLink,
+} from './types/middleware-chain.js';
+export {
   HOOK_NAMES,
   type AfterToolCallContext,
   type AfterToolCallResult,

@@ -443,6 +443,7 @@ export class AgentRuns {
       hooks: middleware.hooks,
       wrappers: middleware.wrappers,
       hookOwner: EXPLICIT_HOOKS_NAME,
+      middlewareChain: middleware.chain,
       toolExecution: agentOptions.toolExecution,
       toolConcurrency: agentOptions.toolConcurrency,
       toolTimeoutMs: agentOptions.toolTimeoutMs,

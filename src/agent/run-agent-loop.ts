@@ -14,6 +14,7 @@ import type { ApprovalRequest } from '../types/approval.js';
 import { isHookDecision } from '../types/decision.js';
 import { ConfigurationError, isAbortError, RunAbortedError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
+import type { MiddlewareChain } from '../types/middleware-chain.js';
 import type { Model } from '../types/model.js';
 import type { Provider } from '../types/provider.js';
 import type { HookState } from '../types/state.js';
@@ -44,6 +45,11 @@ export interface RunAgentLoopOptions extends RunSettings {
   readonly wrappers?:
     | { readonly wrapModelCall?: ComposedModelCall | undefined; readonly wrapToolCall?: ComposedToolCall | undefined }
     | undefined;
+  /**
+   * The composed chain `agent_start` tells (`composeMiddleware(...).chain`; the Agent passes its own). Without it,
+   * `agent_start` has no `middleware` field.
+   */
+  readonly middlewareChain?: MiddlewareChain | undefined;
   /** The name a failing hook is reported under in its `HookError`; `loop options` by default. */
   readonly hookOwner?: string | undefined;
   /** Called after the prompt and after every turn: messages to inject before the next model call. */
@@ -262,6 +268,7 @@ function startLoop(
     untilStored: options.untilStored,
     spend,
     hookOwner: options.hookOwner ?? 'loop options',
+    middlewareChain: options.middlewareChain,
     toolExecution: options.toolExecution ?? 'parallel',
     hasSequentialTool: tools.some((tool) => tool.executionMode === 'sequential'),
     toolConcurrency: options.toolConcurrency ?? Infinity,
@@ -335,10 +342,15 @@ function externalReason(signal: AbortSignal): unknown {
 
 /** The run: `onRunStart`, a resumed batch if any, turns until nothing is left to do, `onRunEnd`, then `agent_end`. */
 function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch | undefined): Op<void> {
+  const chain = run.middlewareChain;
   run.emit(
     run.parent === undefined
-      ? { type: 'agent_start', runId: run.runId }
-      : { type: 'agent_start', runId: run.runId, parent: run.parent },
+      ? chain === undefined
+        ? { type: 'agent_start', runId: run.runId }
+        : { type: 'agent_start', runId: run.runId, middleware: chain }
+      : chain === undefined
+        ? { type: 'agent_start', runId: run.runId, parent: run.parent }
+        : { type: 'agent_start', runId: run.runId, parent: run.parent, middleware: chain },
   );
   let failure: unknown;
   let hasFailure = false;

@@ -3,6 +3,7 @@
  * @module
  */
 import { checkAnswer, type HookAnswers } from '../middleware/check-answer.js';
+import type { MiddlewareChain } from '../types/middleware-chain.js';
 import type { BlobResolver } from './resolve-blobs.js';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import { hashInput } from '../middleware/hash-input.js';
@@ -108,6 +109,8 @@ export interface RunState {
   readonly deadlineAt: number | undefined;
   /** The name hook failures are reported under when a hook is not a named middleware's. */
   readonly hookOwner: string;
+  /** The composed chain `agent_start` tells, when the caller gave one. */
+  readonly middlewareChain: MiddlewareChain | undefined;
   readonly toolExecution: ToolExecutionMode;
   /** Whether some tool asks for `executionMode: 'sequential'`. */
   hasSequentialTool: boolean;

@@ -26,6 +26,12 @@ import type { RunOutcome } from '../types/agent-events.js';
 import { isHookDecision, type HookDecision } from '../types/decision.js';
 import { ConfigurationError, HookError, isAbortError, StatePatchError, type HookName } from '../types/errors.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
+import {
+  HOOK_PHASES,
+  type HookPhase,
+  type MiddlewareChain,
+  type MiddlewareChainLink,
+} from '../types/middleware-chain.js';
 import type { StatePatch } from '../types/state.js';
 import type { AgentToolResult } from '../types/tool.js';
 import {
@@ -70,6 +76,8 @@ import {
 export interface HookChainDescription {
   readonly rule: string;
   readonly runs: readonly string[];
+  /** The middlewares that run, in order, with their phase, order and version (`runs` is their names). */
+  readonly links: readonly MiddlewareChainLink[];
   /** Implementations that never run: earlier `convertToLlm`s, or every middleware's when an explicit hook replaced them. */
   readonly overridden: readonly string[];
 }
@@ -84,11 +92,15 @@ export type MiddlewareDescription = { readonly [H in HookName]: HookChainDescrip
   readonly [W in WrapperName]: WrapperChainDescription;
 };
 
-/** The result of {@link composeMiddleware}: one function per implemented hook, the onions, a description. */
+/**
+ * The result of {@link composeMiddleware}: one function per implemented hook, the onions, a description, and the
+ * chain (frozen: what an Agent's `agent_start` carries).
+ */
 export interface ComposedMiddleware {
   readonly hooks: ComposedHooks;
   readonly wrappers: Pick<ComposedWrappers, 'wrapModelCall' | 'wrapToolCall'>;
   readonly description: MiddlewareDescription;
+  readonly chain: MiddlewareChain;
 }
 
 /** The name a hook passed to the `Agent` constructor runs under. */
@@ -112,7 +124,21 @@ interface Entry extends EntryGuard {
   readonly call: (...args: unknown[]) => unknown;
   /** Whether a failure drops this hook's answer (`skip`) instead of ending the run. */
   readonly skip: boolean;
+  /** Where it is placed, as a HookError and the chain report it. */
+  readonly link: MiddlewareChainLink;
 }
+
+/** Where a middleware's hooks are placed: its `hookPhase` and `hookOrder` (checked), and whether it declared an order. */
+interface Placement {
+  readonly phase: HookPhase;
+  readonly phaseIndex: number;
+  readonly order: number;
+  readonly declaredOrder: boolean;
+  readonly version: string | undefined;
+}
+
+/** The explicit hooks' place: where a middleware that declares nothing sits. */
+const EXPLICIT_LINK: MiddlewareChainLink = Object.freeze({ name: EXPLICIT_HOOKS_NAME, phase: 'context', order: 0 });
 
 /**
  * Composes `middleware` (in list order) and explicit hooks into one function per hook, each by its rule (a
@@ -134,6 +160,10 @@ interface Entry extends EntryGuard {
  * its producer. A middleware declared `onError: 'skip'` has a failing hook's answer dropped (the run is told, and emits
  * `hook_error`) instead of failing the run.
  *
+ * Each hook's implementers are placed by their middleware's `hookPhase` ({@link HOOK_PHASES}, `context` when absent),
+ * then `hookOrder` (0 when absent), then list order: a stable sort, so a list that declares neither runs in list
+ * order. `convertToLlm`'s "last wins" picks the last after sorting.
+ *
  * A middleware's declarations are compiled onto its entries once, here: `writes` (a patch writing outside them is a
  * `StatePatchPermissionError`, never skipped), `observeOnly` (no patch, no answer that steers the run: a `HookError`)
  * and `retry` (a failing call is made again after its backoff; the fold moves to the operator path for it). The
@@ -146,33 +176,27 @@ interface Entry extends EntryGuard {
  *
  * A hook that throws, errors or answers with the wrong shape fails with a {@link HookError} naming its middleware.
  * Throws {@link ConfigurationError} for duplicate names, a middleware that is not an object, a hook that is not a
- * function, or an invalid `writes`, `observeOnly` or `retry`.
+ * function, an invalid `writes`, `observeOnly` or `retry`, an unknown `hookPhase`, a `hookOrder` that is not a finite
+ * number, a `version` that is not a non-empty string, and two middlewares that implement the same hook in the same phase
+ * and both declare the same `hookOrder`.
  */
 export function composeMiddleware(
   middleware: readonly Middleware[] = [],
   explicit: AgentHooks = {},
 ): ComposedMiddleware {
   const names = middlewareNames(middleware);
-  middleware.forEach((m, index) => {
+  const placements = middleware.map((m, index) => {
     const onError = (m as { onError?: unknown }).onError;
     if (onError !== undefined && onError !== 'stop' && onError !== 'skip')
       throw new ConfigurationError(`middleware "${names[index]}": onError must be "stop" or "skip"`);
+    return placementOf(m, names[index]!);
   });
   const guards = middleware.map((m, index) => entryGuard(m, names[index]!));
 
   const hooks: Record<string, unknown> = {};
   const description = {} as Record<HookName, HookChainDescription>;
   for (const hook of HOOK_NAMES) {
-    const implementers: Entry[] = [];
-    middleware.forEach((m, index) => {
-      const fn = (m as Record<string, unknown>)[hook];
-      if (fn === undefined) return;
-      if (typeof fn !== 'function')
-        throw new ConfigurationError(`middleware "${names[index]}": ${hook} must be a function`);
-      const { writes, observeOnly, retry } = guards[index]!;
-      const call = fn.bind(m) as Entry['call'];
-      implementers.push({ name: names[index]!, call, skip: m.onError === 'skip', writes, observeOnly, retry });
-    });
+    const implementers = placed(hook, middleware, names, placements, guards);
     const explicitHook = (explicit as Record<string, unknown>)[hook];
     if (explicitHook !== undefined && typeof explicitHook !== 'function') {
       throw new ConfigurationError(`the ${hook} hook must be a function`);
@@ -181,7 +205,7 @@ export function composeMiddleware(
     let overridden: Entry[] = [];
     if (explicitHook !== undefined) {
       const call = explicitHook.bind(explicit) as Entry['call'];
-      entries = [{ name: EXPLICIT_HOOKS_NAME, call, skip: false, ...NO_GUARD }];
+      entries = [{ name: EXPLICIT_HOOKS_NAME, call, skip: false, link: EXPLICIT_LINK, ...NO_GUARD }];
       overridden = implementers;
     } else if (hook === 'convertToLlm' && implementers.length > 1) {
       entries = implementers.slice(-1);
@@ -190,6 +214,7 @@ export function composeMiddleware(
     description[hook] = {
       rule: RULES[hook],
       runs: entries.map((entry) => entry.name),
+      links: Object.freeze(entries.map((entry) => entry.link)),
       overridden: overridden.map((entry) => entry.name),
     };
     if (entries.length > 0) hooks[hook] = COMPOSERS[hook](entries);
@@ -199,12 +224,104 @@ export function composeMiddleware(
     const chain: WrapperChainDescription = {
       rule: 'onion: outermost first, by phase, then order, then registration',
       runs: layers[kind].map((layer) => layer.name),
+      links: Object.freeze(
+        layers[kind].map(({ name, phase, order, version }) =>
+          Object.freeze(version === undefined ? { name, phase, order } : { name, phase, order, version }),
+        ),
+      ),
       overridden: [],
       layers: layers[kind],
     };
     (description as Record<string, HookChainDescription>)[kind] = chain;
   }
-  return { hooks: hooks, wrappers, description: description as MiddlewareDescription };
+  const described = description as MiddlewareDescription;
+  return { hooks: hooks, wrappers, description: described, chain: chainOf(described) };
+}
+
+/** The chain an Agent announces: the links of every hook and wrapper that runs someone, frozen. */
+function chainOf(description: MiddlewareDescription): MiddlewareChain {
+  const chain: Record<string, readonly MiddlewareChainLink[]> = {};
+  for (const hook of [...HOOK_NAMES, 'wrapModelCall', 'wrapToolCall'] as const) {
+    const links = description[hook].links;
+    if (links.length > 0) chain[hook] = links;
+  }
+  return Object.freeze(chain);
+}
+
+/**
+ * A middleware's placement, checked: `hookPhase` one of {@link HOOK_PHASES}, `hookOrder` a finite number, `version` a
+ * non-empty string (each when given).
+ */
+function placementOf(m: Middleware, name: string): Placement {
+  const { hookPhase, hookOrder, version } = m as { hookPhase?: unknown; hookOrder?: unknown; version?: unknown };
+  const phase = hookPhase ?? 'context';
+  const phaseIndex = HOOK_PHASES.indexOf(phase as HookPhase);
+  if (phaseIndex < 0) {
+    throw new ConfigurationError(
+      `middleware "${name}": unknown hookPhase ${typeof phase === 'string' ? JSON.stringify(phase) : typeof phase} (one of ${HOOK_PHASES.join(', ')})`,
+    );
+  }
+  if (hookOrder !== undefined && (typeof hookOrder !== 'number' || !Number.isFinite(hookOrder)))
+    throw new ConfigurationError(`middleware "${name}": hookOrder must be a finite number`);
+  if (version !== undefined && (typeof version !== 'string' || version === ''))
+    throw new ConfigurationError(`middleware "${name}": version must be a non-empty string`);
+  return {
+    phase: phase as HookPhase,
+    phaseIndex,
+    order: hookOrder ?? 0,
+    declaredOrder: hookOrder !== undefined,
+    version,
+  };
+}
+
+/**
+ * The implementers of `hook`, sorted by phase, then order, then list order (stable). Throws {@link ConfigurationError}
+ * for a hook that is not a function, and for two neighbours in the same phase that both declare the same order.
+ */
+function placed(
+  hook: HookName,
+  middleware: readonly Middleware[],
+  names: readonly string[],
+  placements: readonly Placement[],
+  guards: readonly EntryGuard[],
+): Entry[] {
+  const found: { entry: Entry; placement: Placement }[] = [];
+  middleware.forEach((m, index) => {
+    const fn = (m as Record<string, unknown>)[hook];
+    if (fn === undefined) return;
+    const name = names[index]!;
+    if (typeof fn !== 'function') throw new ConfigurationError(`middleware "${name}": ${hook} must be a function`);
+    const placement = placements[index]!;
+    const { phase, order, version } = placement;
+    const link = Object.freeze(version === undefined ? { name, phase, order } : { name, phase, order, version });
+    const { writes, observeOnly, retry } = guards[index]!;
+    const call = fn.bind(m) as Entry['call'];
+    found.push({
+      entry: { name, call, skip: m.onError === 'skip', link, writes, observeOnly, retry },
+      placement,
+    });
+  });
+  // Array.prototype.sort is stable: equal phase and order keep list order.
+  found.sort((a, b) => a.placement.phaseIndex - b.placement.phaseIndex || a.placement.order - b.placement.order);
+  // Only two explicit, equal declarations conflict (an undeclared order means "wherever the list puts me"): within a
+  // run of equal phase and order, the first that declared it against any later one that does.
+  let before: (typeof found)[number] | undefined;
+  for (const after of found) {
+    if (!after.placement.declaredOrder) continue;
+    if (
+      before === undefined ||
+      before.placement.phase !== after.placement.phase ||
+      before.placement.order !== after.placement.order
+    ) {
+      before = after;
+    } else {
+      throw new ConfigurationError(
+        `middlewares "${before.entry.name}" and "${after.entry.name}" both declare ${hook} at phase ` +
+          `${after.placement.phase}, order ${after.placement.order}; give one a different hookOrder`,
+      );
+    }
+  }
+  return found.map(({ entry }) => entry);
 }
 
 const COMPOSERS: { readonly [H in HookName]: (entries: readonly Entry[]) => NonNullable<AgentHooks[H]> } = {
@@ -387,7 +504,7 @@ function reportPatch(hook: HookName, entry: Entry, answer: unknown, ctx: unknown
 /** A hook's failure, named after its middleware; a refused patch (the run's verdict on it) stays as it is. */
 function hookError(hook: HookName, entry: Entry, input: unknown, cause: unknown): HookError | StatePatchError {
   if (cause instanceof HookError || cause instanceof StatePatchError) return cause;
-  return new HookError({ middleware: entry.name, hook, inputHash: hashInput(input), cause });
+  return new HookError({ middleware: entry.name, hook, phase: entry.link.phase, inputHash: hashInput(input), cause });
 }
 
 /** Whether an answer must be waited for: a thenable or an Observable (the driver's test, so both agree). */

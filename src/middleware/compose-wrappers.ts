@@ -43,6 +43,8 @@ export interface WrapperLayer {
   readonly phase: WrapperPhase;
   readonly order: number;
   readonly nextCalls: NextCalls;
+  /** The middleware's declared `version`, when it has one. */
+  readonly version?: string;
 }
 
 /** A composed model-call onion: `terminal` is the call itself. */
@@ -167,7 +169,16 @@ export function composeWrappers(middleware: readonly Middleware[], names?: reado
             `in phase "retry" or "adapter" (it has phase "${phase}")`,
         );
       }
-      layers.push({ name, phase, order, nextCalls, index, call: fn.bind(m) as (...args: unknown[]) => unknown });
+      const version = typeof m.version === 'string' && m.version !== '' ? m.version : undefined;
+      layers.push({
+        name,
+        phase,
+        order,
+        nextCalls,
+        index,
+        call: fn.bind(m) as (...args: unknown[]) => unknown,
+        ...(version !== undefined ? { version } : {}),
+      });
     });
     layers.sort(
       (a, b) =>
@@ -189,7 +200,9 @@ export function composeWrappers(middleware: readonly Middleware[], names?: reado
   const model = build('wrapModelCall');
   const tool = build('wrapToolCall');
   const describe = (layers: Layer[]): WrapperLayer[] =>
-    layers.map(({ name, phase, order, nextCalls }) => ({ name, phase, order, nextCalls }));
+    layers.map(({ name, phase, order, nextCalls, version }) =>
+      version === undefined ? { name, phase, order, nextCalls } : { name, phase, order, nextCalls, version },
+    );
   return {
     ...(model.length > 0
       ? { wrapModelCall: onion<ModelRequest, StreamEvent, ModelCallContext>(model, 'wrapModelCall') }

@@ -9,6 +9,7 @@ import type { HookDecision } from '../types/decision.js';
 import type { AssistantMessage, Message, ToolResultMessage } from '../types/messages.js';
 import type { StatePatch } from '../types/state.js';
 import type { ResumedApproval } from '../types/approval.js';
+import type { HookPhase } from '../types/middleware-chain.js';
 import type { AgentToolResult } from '../types/tool.js';
 import type { SpendBound } from '../types/usage.js';
 import type { HookContext } from './hook-context.js';
@@ -179,6 +180,24 @@ export type ComposedHooks = {
 export interface Middleware extends AgentHooks, Wrappers {
   readonly name?: string | undefined;
   /**
+   * This middleware's version (e.g. `1.2.0`), shown where its name is: `describeMiddleware()`, the `agent_start`
+   * chain, and the spans and span events that name it (`cubepi.middleware.version`). A non-empty string.
+   */
+  readonly version?: string | undefined;
+  /**
+   * Where this middleware's hooks sit in each hook's chain: one of {@link HOOK_PHASES} (`run`, `context`, `model`,
+   * `tool`, `state`, `final`); `context` when absent. Each hook's implementers run sorted by phase, then by
+   * {@link hookOrder}, then in list order (a stable sort), so a program that declares neither keeps its list order.
+   * (The wrappers have their own `phase` and `order`.) An unknown phase is a `ConfigurationError` at construction.
+   */
+  readonly hookPhase?: HookPhase | undefined;
+  /**
+   * The order of this middleware's hooks within its {@link hookPhase}, lower first; 0 when absent. A finite number.
+   * Two middlewares that implement the same hook in the same phase and both declare the same `hookOrder` are a
+   * `ConfigurationError` at construction: their order would be an accident of the list.
+   */
+  readonly hookOrder?: number | undefined;
+  /**
    * What a failure of one of this middleware's hooks does: `stop` (the default) ends the run with a `HookError`;
    * `skip` drops that hook's answer for this call, emits a `hook_error` event and goes on (for a middleware whose
    * failure must not cost the user the run: logging, analytics). Wrappers always stop.
@@ -242,6 +261,8 @@ export interface HookRetryPolicy {
   /** Where backoff waits are scheduled (default `asyncScheduler`, virtual inside `TestScheduler.run()`). */
   readonly scheduler?: SchedulerLike | undefined;
 }
+
+export { HOOK_PHASES, type HookPhase } from '../types/middleware-chain.js';
 
 /** The name of each hook, in the order they fire: the run's start, the seven of a turn, the run's end. */
 export const HOOK_NAMES = [

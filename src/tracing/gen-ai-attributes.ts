@@ -48,6 +48,8 @@ export const ATTR = {
   approvalRequestId: 'cubepi.approval.request_id',
   approvalReason: 'cubepi.approval.reason',
   middleware: 'cubepi.middleware',
+  middlewareVersion: 'cubepi.middleware.version',
+  middlewareChain: 'cubepi.middleware.chain',
   hook: 'cubepi.hook',
   hookAttempt: 'cubepi.hook.attempt',
   hookInvocationId: 'cubepi.hook.invocation_id',

@@ -24,6 +24,7 @@ import type {
   ToolExecutionStartEvent,
 } from '../types/agent-events.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
+import type { MiddlewareChain } from '../types/middleware-chain.js';
 import {
   ATTR,
   finishReasons,
@@ -34,6 +35,7 @@ import {
   assistantMessage,
   usageAttributes,
 } from './gen-ai-attributes.js';
+import { chainAttributes } from './chain-attributes.js';
 import { createInstruments, type GenAiInstruments } from './gen-ai-metrics.js';
 import { closeToolCall, openToolCall, toolCallContext } from './tool-call-context.js';
 import type { ContentRedactor, TracingOptions } from './tracing-options.js';
@@ -85,6 +87,8 @@ interface RunTrace {
   lastAssistant: AssistantMessage | undefined;
   /** A compaction in flight: its span, and the invocation whose attempts are its own (not the turn's call). */
   compaction: { readonly span: Span; readonly invocationId: string } | undefined;
+  /** The declared versions of the run's middlewares (from `agent_start.middleware`), by name. */
+  readonly versions: ReadonlyMap<string, string> | undefined;
 }
 
 /** How a recorder stops: the source ended, was unsubscribed, failed, or the tracer was detached. */
@@ -146,7 +150,7 @@ export class SpanRecorder {
   }
 
   private handle(event: Exclude<AgentEvent, { type: 'message_update' }>): void {
-    if (event.type === 'agent_start') return this.startRun(event.runId, event.parent?.toolCallId);
+    if (event.type === 'agent_start') return this.startRun(event.runId, event.parent?.toolCallId, event.middleware);
     const run = this.runs.get(event.runId);
     if (run === undefined) return; // a run that started before the tracer was attached
     switch (event.type) {
@@ -191,6 +195,7 @@ export class SpanRecorder {
             attributes: {
               [ATTR.runId]: event.runId,
               [ATTR.middleware]: event.middleware,
+              ...versionOf(run, event.middleware),
               [ATTR.invocationId]: event.invocationId,
               [ATTR.compactionReason]: event.reason,
               [ATTR.compactionThroughSeq]: event.throughSeq,
@@ -214,6 +219,7 @@ export class SpanRecorder {
       case 'context_trimmed':
         (run.turn ?? run).span.addEvent('context_trimmed', {
           [ATTR.middleware]: event.middleware,
+          ...versionOf(run, event.middleware),
           [ATTR.contextDropped]: event.dropped,
           [ATTR.contextBudget]: event.budget,
         });
@@ -239,7 +245,11 @@ export class SpanRecorder {
       }
       case 'hook_error': {
         const span = (run.turn ?? run).span;
-        const attributes: Attributes = { [ATTR.middleware]: event.middleware, [ATTR.hook]: event.hook };
+        const attributes: Attributes = {
+          [ATTR.middleware]: event.middleware,
+          ...versionOf(run, event.middleware),
+          [ATTR.hook]: event.hook,
+        };
         if (event.attempt !== undefined) attributes[ATTR.hookAttempt] = event.attempt;
         if (event.invocationId !== undefined) attributes[ATTR.hookInvocationId] = event.invocationId;
         this.addContent(attributes, span, ATTR.exceptionMessage, () => event.error);
@@ -268,7 +278,7 @@ export class SpanRecorder {
     }
   }
 
-  private startRun(runId: string, parentToolCallId: string | undefined): void {
+  private startRun(runId: string, parentToolCallId: string | undefined, chain: MiddlewareChain | undefined): void {
     // A run started by a tool call that says so (`agent_start.parent`, as `agentTool` does) is a child of that call's
     // span when the call is traced: no context manager and no `parent` option needed.
     const parent =
@@ -281,6 +291,8 @@ export class SpanRecorder {
       attributes[ATTR.threadId] = this.threadId;
       attributes[ATTR.conversationId] = this.threadId;
     }
+    const told = chain === undefined ? undefined : chainAttributes(chain);
+    if (told !== undefined) attributes[ATTR.middlewareChain] = told.text;
     const name = this.agentName === undefined ? 'invoke_agent' : `invoke_agent ${this.agentName}`;
     const span = this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
     this.runs.set(runId, {
@@ -293,6 +305,7 @@ export class SpanRecorder {
       instruments: this.instruments(),
       lastAssistant: undefined,
       compaction: undefined,
+      versions: told?.versions,
     });
   }
 
@@ -519,6 +532,14 @@ export class SpanRecorder {
 }
 
 /** Marks a span failed: status ERROR, `error.type` the error kind (`_OTHER` when unknown), the message as status. */
+/** `cubepi.middleware.version` of a middleware that declared a version (spread into the attributes naming it). */
+function versionOf(run: RunTrace, middleware: string): Attributes {
+  const version = run.versions?.get(middleware);
+  return version === undefined ? NO_ATTRIBUTES : { [ATTR.middlewareVersion]: version };
+}
+
+const NO_ATTRIBUTES: Attributes = Object.freeze({});
+
 function failed(span: Span, kind: string | undefined, message: string | undefined): void {
   span.setAttribute(ATTR.errorType, kind ?? OTHER_ERROR);
   span.setStatus(message === undefined ? { code: SpanStatusCode.ERROR } : { code: SpanStatusCode.ERROR, message });

@@ -5,6 +5,7 @@
 import type { ApprovalRequest } from './approval.js';
 import type { AssistantMessage, Message, ProviderErrorKind, ToolCallOutcome, ToolResultMessage } from './messages.js';
 import type { ModelIncapability, ResolvedReasoning } from './model.js';
+import type { MiddlewareChain } from './middleware-chain.js';
 import type { AttemptOutput, OutputIssue } from './output.js';
 import type { StatePatch } from './state.js';
 import type { StreamEvent } from './stream-events.js';
@@ -32,11 +33,18 @@ export interface ParentHook {
   readonly middleware: string;
 }
 
-/** A run started; `parent` names the tool call that started it, for a nested run (a sub-agent's). */
+/**
+ * A run started; `parent` names the tool call that started it, for a nested run (a sub-agent's). `middleware` is the
+ * composed chain the run uses: per hook and wrapper, the middlewares that run, in order, with phase, order and version
+ * (seed 002 §4: "启动时输出最终链", the final chain told at start). An Agent's runs always carry it (the same frozen
+ * object for every run of one Agent); it is absent from runs of `runAgentLoop` called without `middlewareChain`, from
+ * a queue worker's recovery frames, and from producers older than 0.2.0.
+ */
 export interface AgentStartEvent {
   readonly type: 'agent_start';
   readonly runId: string;
   readonly parent?: ParentRun;
+  readonly middleware?: MiddlewareChain;
 }
 
 /**
