@@ -18,6 +18,7 @@ import { z } from 'zod';
 import {
   Agent,
   agentTool,
+  childRunOptions,
   Compaction,
   COMPACTION_KEY,
   DEFAULT_COMPACTION_INSTRUCTIONS,
@@ -31,6 +32,7 @@ import {
   type AgentEvent,
   type AnyAgentTool,
   type Message,
+  type Middleware,
 } from 'cubepi';
 import { FauxProvider, fauxMessage, fauxToolCall, type FauxCallContext } from 'cubepi/testing';
 import { toolCallContext, traceAgent, traceEvents, withToolCallContext } from 'cubepi/tracing';
@@ -582,6 +584,33 @@ describe('a nested agent: a run started inside a tool is a child of its execute_
     await outer.prompt('go');
     const all = spans();
     expect(tree(all)).toEqual(expected);
+    expect(new Set(all.map((s) => s.spanContext().traceId)).size).toBe(1);
+  });
+
+  it("a run a hook started (childRunOptions) is a child of the parent run's invoke_agent span", async () => {
+    const { tracer, spans } = otel();
+    const reviewer = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('Looks fine.')] }),
+      model: 'faux',
+    });
+    traceAgent(reviewer, { tracer, agentName: 'reviewer' });
+    const review: Middleware = {
+      name: 'review',
+      afterModelResponse: async (_response, ctx) => {
+        await reviewer.prompt('review it', childRunOptions(ctx, { hook: 'afterModelResponse', middleware: 'review' }));
+        return undefined;
+      },
+    };
+    const outer = new Agent({
+      provider: new FauxProvider({ responses: [fauxMessage('Done.')] }),
+      model: 'faux',
+      middleware: [review],
+    });
+    traceAgent(outer, { tracer, agentName: 'outer' });
+    await outer.prompt('go');
+    const all = spans();
+    const child = one(all, 'invoke_agent reviewer');
+    expect(child.parentSpanContext?.spanId).toBe(one(all, 'invoke_agent outer').spanContext().spanId);
     expect(new Set(all.map((s) => s.spanContext().traceId)).size).toBe(1);
   });
 

@@ -21,6 +21,7 @@ import type {
   AgentEvent,
   ModelAttemptEvent,
   ToolExecutionEndEvent,
+  ParentRun,
   ToolExecutionStartEvent,
 } from '../types/agent-events.js';
 import type { AssistantMessage, Message } from '../types/messages.js';
@@ -37,7 +38,14 @@ import {
 } from './gen-ai-attributes.js';
 import { chainAttributes } from './chain-attributes.js';
 import { createInstruments, type GenAiInstruments } from './gen-ai-metrics.js';
-import { closeToolCall, openToolCall, toolCallContext } from './tool-call-context.js';
+import {
+  closeRunContext,
+  closeToolCall,
+  openRunContext,
+  openToolCall,
+  runContext,
+  toolCallContext,
+} from './tool-call-context.js';
 import type { ContentRedactor, TracingOptions } from './tracing-options.js';
 import { CUBEPI_VERSION } from './version.js';
 
@@ -140,6 +148,7 @@ export class SpanRecorder {
   close(reason: CloseReason, error?: unknown): void {
     for (const [runId, run] of this.runs) {
       this.runs.delete(runId);
+      closeRunContext(runId, run.context);
       try {
         // Unsubscribed: the run was cancelled. Completed without agent_end, or detached: how it ends is unknown.
         this.endRun(run, reason === 'cancelled' || reason === 'failed' ? reason : undefined, error);
@@ -150,7 +159,7 @@ export class SpanRecorder {
   }
 
   private handle(event: Exclude<AgentEvent, { type: 'message_update' }>): void {
-    if (event.type === 'agent_start') return this.startRun(event.runId, event.parent?.toolCallId, event.middleware);
+    if (event.type === 'agent_start') return this.startRun(event.runId, event.parent, event.middleware);
     const run = this.runs.get(event.runId);
     if (run === undefined) return; // a run that started before the tracer was attached
     switch (event.type) {
@@ -274,16 +283,22 @@ export class SpanRecorder {
         return;
       case 'agent_end':
         this.runs.delete(event.runId);
+        closeRunContext(event.runId, run.context);
         return this.endRun(run, event.outcome, undefined, event);
     }
   }
 
-  private startRun(runId: string, parentToolCallId: string | undefined, chain: MiddlewareChain | undefined): void {
+  private startRun(runId: string, parentRun: ParentRun | undefined, chain: MiddlewareChain | undefined): void {
     // A run started by a tool call that says so (`agent_start.parent`, as `agentTool` does) is a child of that call's
-    // span when the call is traced: no context manager and no `parent` option needed.
+    // span when the call is traced: no context manager and no `parent` option needed. A run a hook started (a parent
+    // run, no tool call) is a child of that run's invoke_agent span.
     const parent =
       this.parent ??
-      (parentToolCallId === undefined ? undefined : toolCallContext(parentToolCallId)) ??
+      (parentRun === undefined
+        ? undefined
+        : parentRun.toolCallId !== undefined
+          ? toolCallContext(parentRun.toolCallId)
+          : runContext(parentRun.runId)) ??
       context.active();
     const attributes: Attributes = { [ATTR.operationName]: 'invoke_agent', [ATTR.runId]: runId };
     if (this.agentName !== undefined) attributes[ATTR.agentName] = this.agentName;
@@ -295,9 +310,11 @@ export class SpanRecorder {
     if (told !== undefined) attributes[ATTR.middlewareChain] = told.text;
     const name = this.agentName === undefined ? 'invoke_agent' : `invoke_agent ${this.agentName}`;
     const span = this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, attributes }, parent);
+    const runCtx = trace.setSpan(parent, span);
+    openRunContext(runId, runCtx);
     this.runs.set(runId, {
       span,
-      context: trace.setSpan(parent, span),
+      context: runCtx,
       turn: undefined,
       tools: new Map(),
       inputs: [],

@@ -49,3 +49,25 @@ export function toolCallContext(toolCallId: string): Context | undefined {
 export function withToolCallContext<T>(toolCallId: string, fn: () => T): T {
   return context.with(open.get(toolCallId) ?? context.active(), fn);
 }
+
+/** Open runs by id (their `invoke_agent` span's context), across every tracer of this module: for runs a hook starts. */
+const openRuns = new Map<string, Context>();
+
+/** Records the context of a run's `invoke_agent` span while it runs. */
+export function openRunContext(runId: string, ctx: Context): void {
+  openRuns.set(runId, ctx);
+}
+
+/** Forgets a run's context when its span ends (only if it is still the one recorded). */
+export function closeRunContext(runId: string, ctx: Context): void {
+  if (openRuns.get(runId) === ctx) openRuns.delete(runId);
+}
+
+/**
+ * The OpenTelemetry context whose active span is the `invoke_agent` span of the traced run `runId`, or `undefined`
+ * when no traced run with that id is open. A run whose `agent_start.parent` names a run but no tool call (a run a hook
+ * started, see `childRunOptions`) becomes a child of that span.
+ */
+export function runContext(runId: string): Context | undefined {
+  return openRuns.get(runId);
+}
