@@ -54,13 +54,16 @@ describe('cubepi run, offline', () => {
     expect(parsed[0]).toMatchObject({ type: 'agent_start' });
     expect(parsed.at(-2)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
     expect(parsed.at(-1)).toMatchObject({ type: 'result', outcome: 'completed', threadId: 'j1' });
-    // Full events: message_update keeps its stream event (the delta text) and the run id.
+    // message_update keeps its stream event (the delta text) and the run id, not the snapshots (linear output).
     const delta = parsed.find((e) => e.type === 'message_update') as unknown as {
-      streamEvent: { type: string };
+      streamEvent: { type: string; partial?: unknown };
       runId: string;
+      message?: unknown;
     };
     expect(delta.runId).toBe(parsed[0]!.runId);
     expect(delta.streamEvent.type).toBeTypeOf('string');
+    expect(delta.message).toBeUndefined();
+    expect(delta.streamEvent.partial).toBeUndefined();
     expect(parsed.some((e) => JSON.stringify(e).includes('"delta":"(off'))).toBe(true);
     expect(stderr).toContain('offline demo model');
   });
