@@ -223,9 +223,11 @@ function startLoop(
     const message = own
       ? `Run aborted: deadline of ${options.deadlineMs} ms exceeded`
       : 'Run aborted: the deadline of the parent run passed';
+    // The run's own deadline is `deadlineMs` from now, exactly: reading the clock a second time could shorten it by the
+    // milliseconds in between (a loaded machine), which virtual time would see as a different frame.
     deadline = asyncScheduler.schedule(
       () => abort(new RunAbortedError('deadline', message)),
-      Math.max(0, deadlineAt - Date.now()),
+      own ? options.deadlineMs! : Math.max(0, deadlineAt - Date.now()),
     );
   }
   const ledger = options.budget === undefined ? undefined : new RunLedger(options.budget);
