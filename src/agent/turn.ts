@@ -13,7 +13,7 @@ import {
   type ToolResultMessage,
 } from '../types/messages.js';
 import { wait, type Op } from './drive.js';
-import { addMessage, callHook, newTurn, turnContext, type RunState } from './run-state.js';
+import { addMessage, callHook, newTurn, turnContext, type RunState, type TurnState } from './run-state.js';
 import { useTools } from './use-tools.js';
 import { streamResponse } from './stream-response.js';
 import { resolveBlobs } from './resolve-blobs.js';
@@ -35,30 +35,23 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
   if (run.getTools !== undefined) useTools(run, run.getTools());
 
   const { hooks } = run;
-  let context: readonly Message[] = run.transcript;
   // Context fragments (from state patches) follow the system prompt, before transformSystemPrompt sees it.
   const fragments = run.state.contextFragments;
-  if (hooks.transformContext !== undefined) {
-    const transform = hooks.transformContext;
-    const ctx = turnContext(run, state);
-    const input = run.transcript.slice();
-    context = yield* callHook(run, 'transformContext', input, () => transform(input, ctx), input);
-  }
-  if (hooks.convertToLlm !== undefined) {
-    const convert = hooks.convertToLlm;
-    const ctx = turnContext(run, state);
-    const input = context.slice();
-    context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input);
-  }
+  let systemPrompt = fragments.length === 0 ? run.systemPrompt : renderFragments(run.systemPrompt, fragments);
   // Without hooks the provider gets the transcript itself, not a copy: a copy per model call would make a run
   // O(turns²). It does not change while the call is in flight (the loop appends only after the terminal event);
   // a provider that keeps it beyond its call must copy it (the Provider contract says so).
-  let systemPrompt = fragments.length === 0 ? run.systemPrompt : renderFragments(run.systemPrompt, fragments);
-  if (hooks.transformSystemPrompt !== undefined) {
-    const transform = hooks.transformSystemPrompt;
-    const ctx = turnContext(run, state);
-    const input = systemPrompt;
-    systemPrompt = yield* callHook(run, 'transformSystemPrompt', input, () => transform(input, ctx), input);
+  let context: readonly Message[] = run.transcript;
+  if (
+    hooks.transformContext !== undefined ||
+    hooks.convertToLlm !== undefined ||
+    hooks.transformSystemPrompt !== undefined
+  ) {
+    // The request hooks in a generator of their own: `turn` stays small (its optimised code is compiled once per run,
+    // and its size is what that costs).
+    const request = yield* transformRequest(run, state, systemPrompt);
+    context = request.context;
+    systemPrompt = request.systemPrompt;
   }
 
   // Files stored by reference get their bytes back: providers never see a `ref`.
@@ -147,23 +140,64 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
     run.outcome = 'failed';
     return 'end';
   }
-  if (hooks.shouldStopAfterTurn !== undefined) {
-    const shouldStop = hooks.shouldStopAfterTurn;
-    const ctx = turnContext(run, state);
-    const turnEnd = {
-      ...ctx,
-      message: final,
-      toolResults: results,
-      newMessages: run.newMessages.slice(),
-      context: ctx,
-    };
-    const stop = yield* callHook(run, 'shouldStopAfterTurn', { message: final }, () => shouldStop(turnEnd), false);
-    if (stop === true) {
-      run.outcome = 'stopped';
-      return 'end';
-    }
+  if (hooks.shouldStopAfterTurn !== undefined && (yield* stopAfterTurn(run, state, final, results))) {
+    run.outcome = 'stopped';
+    return 'end';
   }
   if (decision === 'loop_to_model' || verdict === 'retry') return 'more';
   if (terminate) run.outcome = 'stopped';
   return calls.length > 0 && !terminate ? 'more' : 'idle';
+}
+
+/**
+ * The request hooks of a turn, in order: `transformContext` and `convertToLlm` on the context (each on a copy), then
+ * `transformSystemPrompt` on `rendered` (the system prompt with the context fragments rendered after it).
+ */
+function* transformRequest(
+  run: RunState,
+  state: TurnState,
+  rendered: string,
+): Op<{ context: readonly Message[]; systemPrompt: string }> {
+  const { hooks } = run;
+  let context: readonly Message[] = run.transcript;
+  if (hooks.transformContext !== undefined) {
+    const transform = hooks.transformContext;
+    const ctx = turnContext(run, state);
+    const input = run.transcript.slice();
+    context = yield* callHook(run, 'transformContext', input, () => transform(input, ctx), input);
+  }
+  if (hooks.convertToLlm !== undefined) {
+    const convert = hooks.convertToLlm;
+    const ctx = turnContext(run, state);
+    const input = context.slice();
+    context = yield* callHook(run, 'convertToLlm', input, () => convert(input, ctx), input);
+  }
+  let systemPrompt = rendered;
+  if (hooks.transformSystemPrompt !== undefined) {
+    const transform = hooks.transformSystemPrompt;
+    const ctx = turnContext(run, state);
+    const input = systemPrompt;
+    systemPrompt = yield* callHook(run, 'transformSystemPrompt', input, () => transform(input, ctx), input);
+  }
+  return { context, systemPrompt };
+}
+
+/** Whether the run's `shouldStopAfterTurn` hook stops the run after turn `state` (ending with `final`). */
+function* stopAfterTurn(
+  run: RunState,
+  state: TurnState,
+  final: AssistantMessage,
+  results: readonly ToolResultMessage[],
+): Op<boolean> {
+  const shouldStop = run.hooks.shouldStopAfterTurn!;
+  const ctx = turnContext(run, state);
+  const turnEnd = {
+    ...ctx,
+    message: final,
+    toolResults: results,
+    newMessages: run.newMessages.slice(),
+    context: ctx,
+  };
+  const stop = yield* callHook(run, 'shouldStopAfterTurn', { message: final }, () => shouldStop(turnEnd), false);
+  return stop === true;
 }
