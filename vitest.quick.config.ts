@@ -2,11 +2,15 @@ import { defineConfig, mergeConfig } from 'vitest/config';
 import base from './vitest.config.js';
 
 // `npm run test:quick`: the inner loop's tests — marbles and the in-process unit tests. Left out: what spawns
-// processes or browsers, talks to PostgreSQL, packs or builds the package (they all run in `npm test`).
+// processes or browsers, talks to PostgreSQL, packs or builds the package (they all run in `npm test`). The files
+// share their worker's module cache (`isolate: false`): importing cubepi's sources once per worker rather than once
+// per file is most of the difference (measured on 2 cores: 137 s isolated, 43 s shared, the same 1,482 tests passing).
+// `npm test` keeps every file isolated.
 export default mergeConfig(
   base,
   defineConfig({
     test: {
+      isolate: false,
       include: ['marbles/**/*.test.ts', 'test/**/*.test.ts'],
       exclude: [
         'test/worker/**',
