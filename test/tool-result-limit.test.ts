@@ -96,6 +96,40 @@ describe('ToolResultLimit', () => {
     }
   });
 
+  it('a cancelled run cancels the tool through the layer: its signal fires, the call ends aborted, nothing is cut after', async () => {
+    let signalled = false;
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const hang = defineTool({
+      name: 'hang',
+      description: 'Waits until cancelled',
+      parameters: z.object({}),
+      execute: (_id, _args, { signal }) =>
+        new Promise<AgentToolResult>((_resolve, reject) => {
+          signal.addEventListener('abort', () => {
+            signalled = true;
+            reject(new Error('cancelled'));
+          });
+          started();
+        }),
+    });
+    const faux = new FauxProvider({ responses: [fauxMessage([fauxToolCall('hang', {}, { id: 'h1' })])] });
+    const agent = new Agent({
+      provider: faux,
+      model: MODEL,
+      tools: [hang],
+      middleware: [new ToolResultLimit({ maxChars: 5 })],
+    });
+    const run = agent.prompt('go');
+    await running;
+    agent.abort();
+    const added = await run;
+    expect(signalled).toBe(true);
+    const result = added.find((m): m is ToolResultMessage => m.role === 'toolResult')!;
+    expect(result.toolCallId).toBe('h1');
+    expect(textOf(result.content)).not.toContain('cut by ToolResultLimit');
+  });
+
   it('refuses bad options with a ConfigurationError', () => {
     expect(() => new ToolResultLimit({ maxChars: -1 })).toThrow(ConfigurationError);
     expect(() => new ToolResultLimit({ maxChars: 1.5 })).toThrow(/non-negative integer/);
