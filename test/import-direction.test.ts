@@ -59,6 +59,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/providers': ['src/providers', 'src/types', 'operators'],
   'src/checkpoint': ['src/checkpoint', 'src/types'],
   'src/middleware': ['src/middleware', 'src/types', 'operators'],
+  // Guardrails: verdicts, checks and the built-ins; the loop (src/agent) runs them.
+  'src/guardrails': ['src/guardrails', 'src/types', 'operators', 'src/middleware'],
   // cubepi/mcp: the only folder that imports the MCP SDK.
   'src/mcp': ['src/mcp', 'src/types', 'src/tools', 'src/agent'],
   'src/agent': [
@@ -69,6 +71,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'src/providers',
     'src/middleware',
     'src/checkpoint',
+    'src/guardrails',
   ],
   'src/testing': [
     'src/testing',
@@ -80,7 +83,17 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'src/agent',
     'src/tools',
   ],
-  src: ['src', 'src/types', 'operators', 'src/tools', 'src/providers', 'src/middleware', 'src/checkpoint', 'src/agent'],
+  src: [
+    'src',
+    'src/types',
+    'operators',
+    'src/tools',
+    'src/providers',
+    'src/middleware',
+    'src/checkpoint',
+    'src/agent',
+    'src/guardrails',
+  ],
   // The wire protocol shared by cubepi/server and cubepi/client: event types in, frames out.
   'src/wire': ['src/wire', 'src/types'],
   // cubepi/client runs in browsers: the wire protocol and types only.
