@@ -22,6 +22,33 @@ export {
   type SubagentEvent,
 } from './agent/agent-tool.js';
 export { childRunOptions, type ChildRunOptions } from './agent/child-run.js';
+// Composition operators over agents (docs/composition.md).
+export { CompositeMemberError } from './agent/compose/composite-error.js';
+export type {
+  CompositeEndEvent,
+  CompositeEvent,
+  CompositeInput,
+  CompositeKind,
+  CompositeOutcome,
+  CompositePathPart,
+  CompositeStartEvent,
+  MemberEvent,
+  MemberPending,
+  MemberResult,
+  SpendCount,
+} from './agent/compose/composite-events.js';
+export type {
+  AgentFactory,
+  CompositeMember,
+  CompositeOptions,
+  CompositeRunOptions,
+  MemberContext,
+} from './agent/compose/composite-member.js';
+export { labelledAnswers, parallel, type MemberAnswer, type ParallelOptions } from './agent/compose/parallel.js';
+export { race } from './agent/compose/race.js';
+export { runComposite, type Composite } from './agent/compose/run-composite.js';
+export { sequence, type SequenceComposite, type SequenceRunOptions } from './agent/compose/sequence.js';
+export { supervise, type Manager, type ManagerContext, type Worker } from './agent/compose/supervise.js';
 export type { ResumeAnswer, ResumeBatch } from './agent/resume-batch.js';
 export type { RunSettings } from './agent/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
