@@ -49,14 +49,17 @@ describe('composition operators in virtual time', () => {
       const a$ = cold<AgentToolResult>('20ms (r|)', result('x'));
       const b$ = cold<AgentToolResult>('20ms (r|)', result('y'));
       const seen: string[] = [];
-      const run$ = sequence({ name: 'a', agent: waiting(a$, 'alpha', seen) }, { name: 'b', agent: waiting(b$, 'beta', seen) }).run$('go');
+      const run$ = sequence(
+        { name: 'a', agent: waiting(a$, 'alpha', seen) },
+        { name: 'b', agent: waiting(b$, 'beta', seen) },
+      ).run$('go');
       expectObservable(run$.pipe(marks)).toBe('s 54ms a 49ms (be|)');
       expectSubscriptions(a$.subscriptions).toBe('15ms ^ 19ms !');
       expectSubscriptions(b$.subscriptions).toBe('70ms ^ 19ms !');
     });
   });
 
-  it('sequence: the second member is prompted with the first one\'s answer', () => {
+  it("sequence: the second member is prompted with the first one's answer", () => {
     const seen: string[] = [];
     testScheduler().run(({ cold, expectObservable }) => {
       const t$ = cold<AgentToolResult>('20ms (r|)', result('x'));
@@ -71,7 +74,10 @@ describe('composition operators in virtual time', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const a$ = cold<AgentToolResult>('40ms (r|)', result('x'));
       const b$ = cold<AgentToolResult>('20ms (r|)', result('y'));
-      const run$ = parallel({ name: 'a', agent: waiting(a$, 'alpha', seen) }, { name: 'b', agent: waiting(b$, 'beta', seen) }).run$('go');
+      const run$ = parallel(
+        { name: 'a', agent: waiting(a$, 'alpha', seen) },
+        { name: 'b', agent: waiting(b$, 'beta', seen) },
+      ).run$('go');
       expectObservable(run$.pipe(marks)).toBe('s 49ms b 24ms (ae|)');
       expectSubscriptions(a$.subscriptions).toBe('15ms ^ 39ms !');
       expectSubscriptions(b$.subscriptions).toBe('15ms ^ 19ms !');
@@ -79,7 +85,7 @@ describe('composition operators in virtual time', () => {
     expect(seen).toEqual(['go', 'go']);
   });
 
-  it('race: the losers are unsubscribed in the winner\'s frame and emit nothing after', () => {
+  it("race: the losers are unsubscribed in the winner's frame and emit nothing after", () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const a$ = cold<AgentToolResult>('20ms (r|)', result('x'));
       const b$ = cold<AgentToolResult>('500ms (r|)', result('y'));
@@ -117,7 +123,7 @@ describe('composition operators in virtual time', () => {
     });
   });
 
-  it('supervise: a worker\'s events are numbered in the composite; unsubscribing cancels the worker\'s tool', () => {
+  it("supervise: a worker's events are numbered in the composite; unsubscribing cancels the worker's tool", () => {
     const paths: string[] = [];
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const w$ = cold<AgentToolResult>('500ms (r|)', result('found'));
@@ -128,7 +134,9 @@ describe('composition operators in virtual time', () => {
         }),
         model: 'faux',
       });
-      const desk = supervise(manager, [{ name: 'research', description: 'd', createAgent: () => waiting(w$, 'found') }]);
+      const desk = supervise(manager, [
+        { name: 'research', description: 'd', createAgent: () => waiting(w$, 'found') },
+      ]);
       const run$ = desk.run$('go').pipe(
         mergeMap((event) => {
           if (event.type === 'member_event' && event.event.type === 'agent_start') paths.push(event.path.join('/'));

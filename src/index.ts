@@ -23,7 +23,7 @@ export {
 } from './agent/agent-tool.js';
 export { childRunOptions, type ChildRunOptions } from './agent/child-run.js';
 // Composition operators over agents (docs/composition.md).
-export { CompositeMemberError } from './agent/compose/composite-error.js';
+export { CompositeMemberError } from './agent/compose/composite-events.js';
 export type {
   CompositeEndEvent,
   CompositeEvent,

@@ -63,6 +63,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/guardrails': ['src/guardrails', 'src/types', 'operators', 'src/middleware'],
   // cubepi/mcp: the only folder that imports the MCP SDK.
   'src/mcp': ['src/mcp', 'src/types', 'src/tools', 'src/agent'],
+  // Composition operators over agents (sequence, parallel, race, supervise): they run Agents, so they sit above them.
+  'src/agent/compose': ['src/agent/compose', 'src/agent', 'src/types', 'src/tools'],
   'src/agent': [
     'src/agent',
     'src/types',
@@ -92,6 +94,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'src/middleware',
     'src/checkpoint',
     'src/agent',
+    'src/agent/compose',
     'src/guardrails',
   ],
   // The wire protocol shared by cubepi/server and cubepi/client: event types in, frames out.

@@ -35,10 +35,12 @@ const agent = (responses: FauxResponse[], options: Partial<ConstructorParameters
 describe('composites: answers, numbering, invalid arguments', () => {
   it('sequence passes each answer on and numbers every event of the run in one sequence', async () => {
     const prompts: string[] = [];
-    const echo = (reply: string): FauxResponse => (messages) => {
-      prompts.push(textOf(messages[messages.length - 1]!));
-      return fauxMessage(reply);
-    };
+    const echo =
+      (reply: string): FauxResponse =>
+      (messages) => {
+        prompts.push(textOf(messages[messages.length - 1]!));
+        return fauxMessage(reply);
+      };
     const events = await lastValueFrom(
       sequence({ name: 'a', agent: agent([echo('one')]) }, { name: 'b', agent: agent([echo('two')]) })
         .run$('start')
@@ -66,12 +68,20 @@ describe('composites: answers, numbering, invalid arguments', () => {
     ];
     const end = await runComposite(parallel(...make()), 'q');
     expect(end.answer).toBe('## x\n\nex\n\n## y\n\nwhy');
-    expect(end.answer).toBe(labelledAnswers([{ name: 'x', index: 0, answer: 'ex' }, { name: 'y', index: 1, answer: 'why' }]));
-    const joined = await runComposite(parallel(...make(), { merge: (answers) => answers.map((a) => a.answer).join('+') }), 'q');
+    expect(end.answer).toBe(
+      labelledAnswers([
+        { name: 'x', index: 0, answer: 'ex' },
+        { name: 'y', index: 1, answer: 'why' },
+      ]),
+    );
+    const joined = await runComposite(
+      parallel(...make(), { merge: (answers) => answers.map((a) => a.answer).join('+') }),
+      'q',
+    );
     expect(joined.answer).toBe('ex+why');
   });
 
-  it('a factory gets its member context, with a thread suggested from the run\'s threadId', async () => {
+  it("a factory gets its member context, with a thread suggested from the run's threadId", async () => {
     const seen: unknown[] = [];
     const end = await runComposite(
       sequence({
@@ -117,7 +127,7 @@ describe('composites: failures', () => {
     expect(later.callCount).toBe(0);
   });
 
-  it('a factory that throws is the member\'s failure', async () => {
+  it("a factory that throws is the member's failure", async () => {
     const error = await runComposite(
       sequence({
         name: 'bad',
@@ -144,7 +154,10 @@ describe('composites: failures', () => {
   });
 
   it('race: a failing member does not win; the first to complete does', async () => {
-    const end = await runComposite(race({ name: 'bad', agent: agent([]) }, { name: 'good', agent: agent([fauxMessage('won')]) }), 'go');
+    const end = await runComposite(
+      race({ name: 'bad', agent: agent([]) }, { name: 'good', agent: agent([fauxMessage('won')]) }),
+      'go',
+    );
     expect(end).toMatchObject({ outcome: 'completed', winner: 'good', answer: 'won' });
   });
 });
@@ -204,7 +217,7 @@ describe('composites: one budget', () => {
     expectConsistentTranscript(slow.state.messages);
   });
 
-  it('supervise: a worker\'s spend counts against the budget shared with the manager, and stops both', async () => {
+  it("supervise: a worker's spend counts against the budget shared with the manager, and stops both", async () => {
     const managerFaux = new FauxProvider({
       responses: [
         fauxMessage([fauxToolCall('research', { prompt: 'dig' })], { usage: tokens(40) }),
@@ -214,7 +227,9 @@ describe('composites: one budget', () => {
     const manager = new Agent({ provider: managerFaux, model: 'faux' });
     const worker = () => agent([fauxMessage('found it', { usage: tokens(80) })]);
     const end = await runComposite(
-      supervise(manager, [{ name: 'research', description: 'Researches', createAgent: worker }], { budget: { tokens: 100 } }),
+      supervise(manager, [{ name: 'research', description: 'Researches', createAgent: worker }], {
+        budget: { tokens: 100 },
+      }),
       'go',
     );
     expect(end.outcome).toBe('stopped');
@@ -223,10 +238,15 @@ describe('composites: one budget', () => {
     expectConsistentTranscript(manager.state.messages);
   });
 
-  it('supervise: workers are the manager\'s tools, their answers its tool results', async () => {
-    const manager = agent([fauxMessage([fauxToolCall('research', { prompt: 'dig' })]), (messages) => fauxMessage(`manager saw: ${textOf(messages.at(-1)!)}`)]);
+  it("supervise: workers are the manager's tools, their answers its tool results", async () => {
+    const manager = agent([
+      fauxMessage([fauxToolCall('research', { prompt: 'dig' })]),
+      (messages) => fauxMessage(`manager saw: ${textOf(messages.at(-1)!)}`),
+    ]);
     const events = await lastValueFrom(
-      supervise(manager, [{ name: 'research', description: 'Researches', createAgent: () => agent([fauxMessage('found it')]) }])
+      supervise(manager, [
+        { name: 'research', description: 'Researches', createAgent: () => agent([fauxMessage('found it')]) },
+      ])
         .run$('go')
         .pipe(toArray()),
     );
@@ -237,7 +257,10 @@ describe('composites: one budget', () => {
     expect(worker.map((event) => event.type === 'member_event' && event.event.type)).toContain('agent_end');
     // The manager's wrapped copies of the worker's events are not emitted twice.
     expect(
-      events.filter((event) => event.type === 'member_event' && event.member === 'manager' && event.event.type === 'tool_execution_update'),
+      events.filter(
+        (event) =>
+          event.type === 'member_event' && event.member === 'manager' && event.event.type === 'tool_execution_update',
+      ),
     ).toEqual([]);
   });
 });

@@ -1,13 +1,13 @@
 /**
- * The events and results of composed agents (`sequence`, `parallel`, `race`, `supervise`).
+ * The events, results and typed failure of composed agents (`sequence`, `parallel`, `race`, `supervise`).
  * @module
  */
+import { CubepiError } from '../../types/errors.js';
 import type { AgentEvent, RunOutcome } from '../../types/agent-events.js';
 import type { ApprovalRequest } from '../../types/approval.js';
 import type { Message } from '../../types/messages.js';
 import type { SpendBound, Usage } from '../../types/usage.js';
 import type { Agent } from '../agent.js';
-import type { CompositeMemberError } from './composite-error.js';
 
 /** Which operator built a composite. */
 export type CompositeKind = 'sequence' | 'parallel' | 'race' | 'supervise';
@@ -112,3 +112,22 @@ export interface SpendCount {
 
 /** Any event of a composite's run. */
 export type CompositeEvent = CompositeStartEvent | MemberEvent | CompositeEndEvent;
+
+/**
+ * A member of a composite failed: its run ended `failed` (a provider error, a failed hook that the run reported) or
+ * its run's Observable errored (a `HookError`, a checkpoint failure, an `AgentBusyError`: then `cause` is that error).
+ * `member` and `index` name it; `results` are every member's results (for `parallel`, all of them, siblings included).
+ */
+export class CompositeMemberError extends CubepiError {
+  readonly code = 'composite_member_failed' as const;
+  constructor(
+    readonly kind: CompositeKind,
+    readonly member: string,
+    readonly index: number,
+    readonly results: readonly MemberResult[],
+    why: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${kind}: member ${index} "${member}" failed: ${why}`, options);
+  }
+}

@@ -82,9 +82,7 @@ export function splitOptions<O>(args: readonly unknown[]): { members: unknown[];
   const last = args[args.length - 1];
   const isOptions =
     typeof last === 'object' && last !== null && !(last instanceof Agent) && !('agent' in last) && args.length > 0;
-  return isOptions
-    ? { members: args.slice(0, -1), options: last as O }
-    : { members: [...args], options: undefined };
+  return isOptions ? { members: args.slice(0, -1), options: last as O } : { members: [...args], options: undefined };
 }
 
 /** Throws unless `budget` is a spend bound (positive usd and/or tokens). */

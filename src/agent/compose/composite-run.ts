@@ -9,15 +9,15 @@ import { textOf, type Message } from '../../types/messages.js';
 import { addUsage, EMPTY_USAGE, type Usage } from '../../types/usage.js';
 import type { Agent } from '../agent.js';
 import type { RunOptions } from '../agent-options.js';
-import { CompositeMemberError } from './composite-error.js';
-import type {
-  CompositeEndEvent,
-  CompositeEvent,
-  CompositeInput,
-  CompositeKind,
-  CompositePathPart,
-  MemberPending,
-  MemberResult,
+import {
+  CompositeMemberError,
+  type CompositeEndEvent,
+  type CompositeEvent,
+  type CompositeInput,
+  type CompositeKind,
+  type CompositePathPart,
+  type MemberPending,
+  type MemberResult,
 } from './composite-events.js';
 import { SharedBudget, type CompositeRunOptions, type ResolvedMember } from './composite-member.js';
 
@@ -40,7 +40,13 @@ export class CompositeRun {
   }
 
   start(names: readonly string[] = this.members.map((member) => member.name)): void {
-    this.subscriber.next({ type: 'composite_start', kind: this.kind, path: [this.kind], seq: ++this.seq, members: names });
+    this.subscriber.next({
+      type: 'composite_start',
+      kind: this.kind,
+      path: [this.kind],
+      seq: ++this.seq,
+      members: names,
+    });
   }
 
   emitMember(index: number, name: string, event: AgentEvent, extra: readonly CompositePathPart[] = []): void {

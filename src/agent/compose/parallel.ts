@@ -80,13 +80,15 @@ export function parallel(...args: readonly (CompositeMember | ParallelOptions)[]
           const all = results as MemberResult[];
           if (run.budget.spent) return run.end({ outcome: 'stopped', results: all });
           const failed = all.find((result) => result.outcome === 'failed');
-          if (failed !== undefined) return run.end({ outcome: 'failed', results: all, error: run.failure(failed, all) });
+          if (failed !== undefined)
+            return run.end({ outcome: 'failed', results: all, error: run.failure(failed, all) });
           const suspended = all.filter((result) => result.outcome === 'suspended');
           if (suspended.length > 0) {
             const pending = suspended.map((result) => run.pendingOf(result, ends[result.index]));
             return run.end({ outcome: 'suspended', results: all, pending });
           }
-          if (all.some((result) => result.outcome === 'cancelled')) return run.end({ outcome: 'cancelled', results: all });
+          if (all.some((result) => result.outcome === 'cancelled'))
+            return run.end({ outcome: 'cancelled', results: all });
           let answer: string;
           try {
             answer = merge(all.map(({ name, index, answer: text }) => ({ name, index, answer: text ?? '' })));

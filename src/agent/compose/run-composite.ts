@@ -28,12 +28,17 @@ export interface Composite {
  * const end = await runComposite(sequence(researcher, writer), 'Write about tides');
  * console.log(end.answer);
  */
-export async function runComposite(
-  composite: Composite,
+export async function runComposite<C extends Composite>(
+  composite: C,
   input: CompositeInput,
-  options?: CompositeRunOptions,
+  options?: Parameters<C['run$']>[1],
 ): Promise<CompositeEndEvent> {
-  const end = (await lastValueFrom(composite.run$(input, options))) as CompositeEndEvent;
-  if (end.outcome === 'failed' && end.error !== undefined) throw end.error;
-  return end;
+  const last = await lastValueFrom(composite.run$(input, options), {
+    defaultValue: undefined,
+  });
+  // A composite's run always ends with `composite_end` (or errors): anything else is a composite built by hand.
+  if (last?.type !== 'composite_end')
+    throw new TypeError(`runComposite: the ${composite.kind} run ended without composite_end`);
+  if (last.outcome === 'failed' && last.error !== undefined) throw last.error;
+  return last;
 }

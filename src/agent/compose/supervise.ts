@@ -53,9 +53,10 @@ export function supervise(manager: Manager, workers: readonly Worker[], options?
   if (!(manager instanceof Agent) && typeof manager !== 'function') {
     throw new ConfigurationError('supervise: the manager is not an Agent or a function returning one');
   }
-  if (!Array.isArray(workers) || workers.length === 0) throw new ConfigurationError('supervise: give at least one worker');
+  if (!Array.isArray(workers) || workers.length === 0)
+    throw new ConfigurationError('supervise: give at least one worker');
   validateBudget('supervise', options?.budget);
-  const tools = workers.map((worker) => agentTool(worker));
+  const tools = (workers as readonly Worker[]).map((worker) => agentTool(worker));
   const names = tools.map((tool) => tool.name);
   if (names.includes('manager') || new Set(names).size !== names.length) {
     throw new ConfigurationError('supervise: workers need distinct names, none of them "manager"');
