@@ -98,6 +98,16 @@ describe('composites: answers, numbering, invalid arguments', () => {
     expect(seen).toEqual([{ name: 'solo', index: 0, threadId: 't1/sequence/0-solo', input: 'go' }]);
   });
 
+  it('is cold: nothing runs before a subscription, and each subscription is its own run', async () => {
+    const faux = new FauxProvider({ responses: [fauxMessage('one'), fauxMessage('two')] });
+    const composite = race({ name: 'only', agent: () => new Agent({ provider: faux, model: 'faux' }) });
+    const run$ = composite.run$('go');
+    expect(faux.callCount).toBe(0);
+    expect((await runComposite(composite, 'go')).answer).toBe('one');
+    expect((await lastValueFrom(run$.pipe(toArray()))).at(-1)).toMatchObject({ answer: 'two' });
+    expect(faux.callCount).toBe(2);
+  });
+
   it('invalid arguments are ConfigurationErrors', () => {
     expect(() => sequence()).toThrow(ConfigurationError);
     expect(() => parallel({ budget: { tokens: 5 } })).toThrow(/at least 1 member/);
