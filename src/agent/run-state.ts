@@ -28,7 +28,6 @@ import { wait, type Op } from './drive.js';
 import type { AnswerCheck, AnswerState } from './output-answer.js';
 import type { OutputPlan } from './output-plan.js';
 import { sideModelCall } from './side-model-call.js';
-import type { HandoffHost } from './handoff-host.js';
 
 /** One tool call's final outcome. */
 export interface CallOutcome {
@@ -162,8 +161,11 @@ export interface RunState {
   readonly emit: (event: AgentEvent) => void;
   turnIndex: number;
   turn: TurnState | undefined;
-  /** The run's handoffs, in an Agent's run whose thread can hand off. */
-  readonly handoffs: HandoffHost | undefined;
+  /**
+   * The run's handoffs, in an Agent's run whose thread can hand off (a `HandoffHost`, declared by shape here so that
+   * this module does not import it back): the active agent's name, and the switch the loop applies after each turn.
+   */
+  readonly handoffs: { readonly active: string; settle(): void } | undefined;
 }
 
 /** A turn's call arrays before `openCalls` (a write to them throws: every writer opens the calls first). */
