@@ -21,6 +21,9 @@ export {
   type SubagentContext,
   type SubagentEvent,
 } from './agent/agent-tool.js';
+export { handoff, type HandoffContext, type HandoffOptions } from './agent/handoff.js';
+export { lastN, removeToolCalls } from './agent/handoff-filters.js';
+export { ACTIVE_AGENT_KEY, DEFAULT_MAX_HANDOFFS, type ActiveAgentRecord } from './agent/handoff-host.js';
 export { childRunOptions, type ChildRunOptions } from './agent/child-run.js';
 // Composition operators over agents (docs/composition.md).
 export { CompositeMemberError } from './agent/compose/composite-events.js';
@@ -247,6 +250,7 @@ export {
   StatePatchPermissionError,
   RunAbortedError,
   ToolExecutionError,
+  UnknownAgentError,
   type AbortReason,
   type HookErrorDetails,
   type HookName,

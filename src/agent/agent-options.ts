@@ -19,6 +19,17 @@ import { validateRunSettings, type RunSettings } from './run-settings.js';
 
 /** Options of the {@link Agent} constructor; the seven hooks may be given directly. */
 export interface AgentOptions extends AgentHooks, RunSettings {
+  /**
+   * The agent's stable name: letters, digits, `_` and `-`, at most 48 characters. Needed for an agent a handoff leads
+   * to (the thread stores its active agent by name, so a restored thread — in another process too — goes on with it);
+   * named on `agent_start`, `turn_start` and `handoff` events. An unnamed agent is called `agent` there.
+   */
+  readonly name?: string | undefined;
+  /**
+   * How many handoffs one run may take (default 5): past it, a handoff tool's call gets an error result telling the
+   * model to go on as the active agent (docs/handoffs.md). Bounds ping-pong between agents. A non-negative integer.
+   */
+  readonly maxHandoffs?: number | undefined;
   readonly provider: Provider;
   /**
    * Middlewares, composed hook by hook, each hook by its rule (docs/middleware.md). A hook given directly in these
@@ -111,6 +122,13 @@ export function validateAgentOptions(options: AgentOptions): void {
   };
   if (typeof options !== 'object' || options === null) fail('expected an options object');
   validateRunSettings(options, fail);
+  if (options.name !== undefined && (typeof options.name !== 'string' || !/^[a-zA-Z0-9_-]{1,48}$/.test(options.name)))
+    fail('`name` must be 1–48 letters, digits, "_" or "-"');
+  if (
+    options.maxHandoffs !== undefined &&
+    !(typeof options.maxHandoffs === 'number' && Number.isSafeInteger(options.maxHandoffs) && options.maxHandoffs >= 0)
+  )
+    fail('`maxHandoffs` must be a non-negative integer');
   if (options.messages !== undefined && !Array.isArray(options.messages))
     fail('`messages` must be an array of messages');
   for (const key of ['steeringMode', 'followUpMode'] as const) {

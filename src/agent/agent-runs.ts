@@ -29,6 +29,7 @@ import { outputSettingsProblem } from './run-settings.js';
 import { randomRunId, runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from './run-agent-loop.js';
 import { checkIdempotencyKey, inputRecordOf, withInputRecord } from './input-keys.js';
 import { settled } from './execution-result.js';
+import { handoffSetup } from './handoff-host.js';
 import { usageOf } from '../types/usage-of.js';
 import type { AwaitedListener } from './awaited-listener.js';
 import type { SpendBound } from '../types/usage.js';
@@ -63,6 +64,8 @@ export interface AgentRunsInit {
   readonly budget: SpendBound | undefined;
   /** The listeners subscribed with `{ await: true }`: a run's Promise settles once they handled its events. */
   readonly awaited: ReadonlySet<AwaitedListener>;
+  /** The Agent itself: the root its thread's handoffs are reached from. */
+  readonly owner: object;
 }
 
 /**
@@ -431,19 +434,23 @@ export class AgentRuns {
   /** The loop's options for a run over the current transcript. */
   private loopOptions(input: RunInput, options: RunOptions | undefined, runId: string): RunAgentLoopOptions {
     const { provider, options: agentOptions, middleware, store, queues } = this.agent;
+    // A thread a handoff left with another agent runs as that agent (an unknown one is an UnknownAgentError here).
+    const handoffs = handoffSetup(this.agent.owner, store.hookState, agentOptions.maxHandoffs);
+    const active = handoffs?.profile;
     return {
-      provider,
-      model: store.model,
+      provider: active?.provider ?? provider,
+      model: active?.model ?? store.model,
       history: store.messages,
       prompts: input.prompts,
       resume: input.resume,
-      systemPrompt: store.systemPrompt,
-      tools: store.tools,
-      getTools: this.getTools,
-      hooks: middleware.hooks,
-      wrappers: middleware.wrappers,
+      systemPrompt: active?.systemPrompt ?? store.systemPrompt,
+      tools: active?.getTools() ?? store.tools,
+      getTools: active?.getTools ?? this.getTools,
+      hooks: handoffs?.hooks ?? middleware.hooks,
+      wrappers: active?.middleware.wrappers ?? middleware.wrappers,
+      handoffs: handoffs?.host,
       hookOwner: EXPLICIT_HOOKS_NAME,
-      middlewareChain: middleware.chain,
+      middlewareChain: active?.middleware.chain ?? middleware.chain,
       toolExecution: agentOptions.toolExecution,
       toolConcurrency: agentOptions.toolConcurrency,
       toolTimeoutMs: agentOptions.toolTimeoutMs,

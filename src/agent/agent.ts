@@ -34,6 +34,7 @@ import { EventHub } from './event-hub.js';
 import { toMessage, toMessages, type InputLimits } from './input.js';
 import { MessageQueues } from './message-queues.js';
 import { resolveModel } from './resolve-model.js';
+import { registerProfile } from './agent-profile.js';
 import { forkThreadId, retryPrompts, type AgentForkOptions, type RetryFromOptions } from './retry-from.js';
 import { spendBoundOf } from './run-ledger.js';
 import { checkIdempotencyKey } from './input-keys.js';
@@ -79,6 +80,8 @@ export interface SubscribeOptions {
  * const added = await agent.prompt('Hello');
  */
 export class Agent {
+  /** The `name` option: how handoffs and events name this agent (docs/handoffs.md). */
+  readonly name: string | undefined;
   /** Every event of every run (hot). */
   readonly events$: Observable<AgentEvent>;
   /** The current state, then every change (BehaviorSubject semantics). */
@@ -119,6 +122,15 @@ export class Agent {
       state: stateFromStored(options.extra ?? {}, undefined),
     });
     const middleware = composeMiddleware(options.middleware ?? [], pickHooks(options));
+    this.name = options.name;
+    registerProfile(this, () => ({
+      name: options.name,
+      provider: options.provider,
+      model: this.store.model,
+      systemPrompt: this.store.systemPrompt,
+      getTools: () => this.store.tools,
+      middleware,
+    }));
     this.describedMiddleware = middleware.description;
     this.queues = new MessageQueues(options);
     this.session =
@@ -135,6 +147,7 @@ export class Agent {
       session: this.session,
       budget: spendBoundOf(options.middleware ?? []),
       awaited: this.awaited,
+      owner: this,
     });
     this.approvals = new Approvals({
       store: this.store,

@@ -8,7 +8,8 @@ import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import type { HookSink } from '../middleware/hook-sink.js';
 import type { ComposedHooks, RunEndContext } from '../middleware/types.js';
-import type { AgentEndEvent, AgentEvent, ParentRun, RunOutcome } from '../types/agent-events.js';
+import type { AgentEndEvent, AgentEvent, AgentStartEvent, ParentRun, RunOutcome } from '../types/agent-events.js';
+import type { HandoffHost } from './handoff-host.js';
 import { stateFromStored } from '../types/apply-patch.js';
 import type { ApprovalRequest } from '../types/approval.js';
 import { isHookDecision } from '../types/decision.js';
@@ -101,6 +102,11 @@ export interface RunAgentLoopOptions extends RunSettings {
    * calls answered as unexecuted. The Agent passes its checkpointer's; without one there is nothing to wait for.
    */
   readonly untilStored?: (() => PromiseLike<void> | undefined) | undefined;
+  /**
+   * The run's handoffs (the Agent passes one for a thread that can hand off; see `handoff`): which agent is active,
+   * and the switch after a turn that took a handoff. Internal: built by the Agent only.
+   */
+  readonly handoffs?: HandoffHost | undefined;
 }
 
 /**
@@ -300,7 +306,9 @@ function startLoop(
     emit,
     turnIndex: 0,
     turn: undefined,
+    handoffs: options.handoffs,
   };
+  options.handoffs?.attach(run);
   (run as { sink: HookSink }).sink = runSink(run);
   (run as { blobs: BlobResolver }).blobs = new BlobResolver(options.blobs, run.transcript);
 
@@ -345,15 +353,15 @@ function externalReason(signal: AbortSignal): unknown {
 /** The run: `onRunStart`, a resumed batch if any, turns until nothing is left to do, `onRunEnd`, then `agent_end`. */
 function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch | undefined): Op<void> {
   const chain = run.middlewareChain;
-  run.emit(
+  const start: AgentStartEvent =
     run.parent === undefined
       ? chain === undefined
         ? { type: 'agent_start', runId: run.runId }
         : { type: 'agent_start', runId: run.runId, middleware: chain }
       : chain === undefined
         ? { type: 'agent_start', runId: run.runId, parent: run.parent }
-        : { type: 'agent_start', runId: run.runId, parent: run.parent, middleware: chain },
-  );
+        : { type: 'agent_start', runId: run.runId, parent: run.parent, middleware: chain };
+  run.emit(run.handoffs === undefined ? start : { ...start, agent: run.handoffs.active });
   let failure: unknown;
   let hasFailure = false;
   let pendingRequests: readonly ApprovalRequest[] | undefined;
@@ -363,6 +371,7 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
     let more = false;
     if (resume !== undefined) {
       const batch = yield* resumeBatch(run, resume);
+      run.handoffs?.settle();
       if (resume.abort !== undefined) throw new RunAbortedError('abort', `Run aborted: ${resume.abort}`);
       if (batch.held.length > 0) {
         // Suspended again (a wrapper held an approved call): the prompts wait with the deferred messages.
@@ -378,6 +387,8 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
         if (resume === undefined) more = true;
         while (more || pending.length > 0) {
           const next = yield* turn(run, pending);
+          // A handoff this turn took: the next turn is the target's.
+          run.handoffs?.settle();
           pending = [];
           if (next === 'end') break outer;
           if (next === 'suspend') {

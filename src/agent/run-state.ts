@@ -87,14 +87,15 @@ export interface RunState {
   readonly parent: ParentRun | undefined;
   /** What tools are told of the run (`ToolExecuteContext.run`): one object per run. */
   readonly info: ToolRunInfo;
-  readonly provider: Provider;
-  readonly model: Model;
-  readonly systemPrompt: string;
+  /** The provider, model, system prompt, tools, hooks and wrappers are the active agent's: a handoff replaces them. */
+  provider: Provider;
+  model: Model;
+  systemPrompt: string;
   /** The tools in force: replaced (between turns, never during a batch) when `getTools` gives a new array. */
   tools: readonly AnyAgentTool[];
   toolsByName: ReadonlyMap<string, AnyAgentTool>;
-  /** Read at the start of each turn, when given (see `RunAgentLoopOptions.getTools`). */
-  readonly getTools: (() => readonly AnyAgentTool[]) | undefined;
+  /** Read at the start of each turn, when given (see `RunAgentLoopOptions.getTools`); a handoff replaces it. */
+  getTools: (() => readonly AnyAgentTool[]) | undefined;
   /** Waited for before a batch's calls start (see `RunAgentLoopOptions.untilStored`). */
   readonly untilStored: (() => PromiseLike<void> | undefined) | undefined;
   /**
@@ -102,9 +103,9 @@ export interface RunState {
    * call's; `undefined` when neither needs it.
    */
   readonly spend: ((usage: Usage) => void) | undefined;
-  readonly hooks: ComposedHooks;
-  readonly wrapModelCall: ComposedModelCall | undefined;
-  readonly wrapToolCall: ComposedToolCall | undefined;
+  hooks: ComposedHooks;
+  wrapModelCall: ComposedModelCall | undefined;
+  wrapToolCall: ComposedToolCall | undefined;
   /** When the deadline passes (ms since the epoch), if the run has one. */
   readonly deadlineAt: number | undefined;
   /** The name hook failures are reported under when a hook is not a named middleware's. */
@@ -160,6 +161,11 @@ export interface RunState {
   readonly emit: (event: AgentEvent) => void;
   turnIndex: number;
   turn: TurnState | undefined;
+  /**
+   * The run's handoffs, in an Agent's run whose thread can hand off (a `HandoffHost`, declared by shape here so that
+   * this module does not import it back): the active agent's name, and the switch the loop applies after each turn.
+   */
+  readonly handoffs: { readonly active: string; settle(): void } | undefined;
 }
 
 /** A turn's call arrays before `openCalls` (a write to them throws: every writer opens the calls first). */

@@ -28,7 +28,12 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
   run.outcome = undefined; // how the run ends is decided by its last turn
   const state = newTurn(run.turnIndex++);
   run.turn = state;
-  run.emit({ type: 'turn_start', runId: run.runId, turnIndex: state.index });
+  const handoffs = run.handoffs;
+  run.emit(
+    handoffs === undefined
+      ? { type: 'turn_start', runId: run.runId, turnIndex: state.index }
+      : { type: 'turn_start', runId: run.runId, turnIndex: state.index, agent: handoffs.active },
+  );
   for (let i = 0; i < pending.length; i++) addMessage(run, pending[i]!);
   if (run.signal.aborted) throw run.signal.reason;
   // The tool set changes between turns only: read once here, so the hooks, the model call and the batch agree.

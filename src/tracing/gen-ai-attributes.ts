@@ -55,6 +55,8 @@ export const ATTR = {
   hookInvocationId: 'cubepi.hook.invocation_id',
   stateProducer: 'cubepi.state.producer',
   stateVersion: 'cubepi.state.version',
+  handoffFrom: 'cubepi.handoff.from',
+  handoffTo: 'cubepi.handoff.to',
   compactionReason: 'cubepi.compaction.reason',
   compactionThroughSeq: 'cubepi.compaction.through_seq',
   compactionOutcome: 'cubepi.compaction.outcome',

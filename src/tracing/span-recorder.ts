@@ -167,7 +167,14 @@ export class SpanRecorder {
         if (run.turn !== undefined) this.endTurn(run, run.turn);
         const span = this.tracer.startSpan(
           `turn ${event.turnIndex}`,
-          { kind: SpanKind.INTERNAL, attributes: { [ATTR.runId]: event.runId, [ATTR.turnIndex]: event.turnIndex } },
+          {
+            kind: SpanKind.INTERNAL,
+            // In a thread that can hand off, the turn names the agent active for it.
+            attributes:
+              event.agent === undefined
+                ? { [ATTR.runId]: event.runId, [ATTR.turnIndex]: event.turnIndex }
+                : { [ATTR.runId]: event.runId, [ATTR.turnIndex]: event.turnIndex, [ATTR.agentName]: event.agent },
+          },
           run.context,
         );
         run.turn = {
@@ -225,6 +232,15 @@ export class SpanRecorder {
         compaction.span.end();
         return;
       }
+      case 'handoff':
+        run.span.addEvent('handoff', {
+          [ATTR.handoffFrom]: event.from,
+          [ATTR.handoffTo]: event.to,
+          [ATTR.toolCallId]: event.toolCallId,
+          [ATTR.toolName]: event.toolName,
+          [ATTR.turnIndex]: event.turnIndex,
+        });
+        return;
       case 'context_trimmed':
         (run.turn ?? run).span.addEvent('context_trimmed', {
           [ATTR.middleware]: event.middleware,

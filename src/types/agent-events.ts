@@ -45,6 +45,11 @@ export interface AgentStartEvent {
   readonly runId: string;
   readonly parent?: ParentRun;
   readonly middleware?: MiddlewareChain;
+  /**
+   * The name of the agent the run starts with, for an Agent whose thread can hand off (it has handoff tools, or a
+   * handoff made another agent active): after a handoff in an earlier run, the agent handed to (docs/handoffs.md).
+   */
+  readonly agent?: string;
 }
 
 /**
@@ -137,6 +142,24 @@ export interface InputCommittedEvent {
 export interface TurnStartEvent {
   readonly type: 'turn_start';
   readonly runId: string;
+  readonly turnIndex: number;
+  /** The agent active for this turn, in a run that can hand off (see {@link AgentStartEvent.agent}). */
+  readonly agent?: string;
+}
+
+/**
+ * A handoff was taken: the model of agent `from` called the handoff tool `toolName` (call `toolCallId`, in turn
+ * `turnIndex`), and `to` is the thread's active agent from the next turn on (its system prompt, tools, model and
+ * middleware). Emitted after that turn's `turn_end`, right after the `state_patched` that stores `handoff.active`
+ * (docs/handoffs.md).
+ */
+export interface HandoffEvent {
+  readonly type: 'handoff';
+  readonly runId: string;
+  readonly from: string;
+  readonly to: string;
+  readonly toolCallId: string;
+  readonly toolName: string;
   readonly turnIndex: number;
 }
 
@@ -380,6 +403,7 @@ export type AgentEvent = (
   | InputCommittedEvent
   | TurnStartEvent
   | TurnEndEvent
+  | HandoffEvent
   | MessageStartEvent
   | MessageUpdateEvent
   | MessageEndEvent

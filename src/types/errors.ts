@@ -35,6 +35,28 @@ export class AgentBusyError extends CubepiError {
   readonly code = 'agent_busy';
 }
 
+/**
+ * A thread's active agent (stored by a handoff, state key `handoff.active`) is not one the Agent can reach: neither the
+ * Agent itself nor an agent its handoff tools lead to, transitively (see docs/handoffs.md). Raised when a run starts on
+ * such a thread (typically after a restore in a process configured without that agent); nothing runs, nothing is
+ * written. Never a silent fallback to the root agent.
+ */
+export class UnknownAgentError extends CubepiError {
+  readonly code = 'unknown_agent';
+  /** The active agent's name, as the thread stored it. */
+  readonly agent: string;
+  /** The names the Agent can reach. */
+  readonly known: readonly string[];
+
+  constructor(agent: string, known: readonly string[]) {
+    super(
+      `The thread's active agent "${agent}" is not reachable from this Agent (known: ${known.length === 0 ? 'none' : known.map((name) => `"${name}"`).join(', ')}); register it with a handoff`,
+    );
+    this.agent = agent;
+    this.known = known;
+  }
+}
+
 /** An operation the current state does not allow (resuming an empty history, …); nothing was done. */
 export class InvalidStateError extends CubepiError {
   readonly code = 'invalid_state';
