@@ -284,7 +284,7 @@ describe('the cubepi command', () => {
 
   it('cubepi --help lists every command; an option without a command exits 2', async () => {
     const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--help'], { cwd: root });
-    for (const name of ['chat', 'run', 'threads', 'demo', 'mcp', 'trace'])
+    for (const name of ['chat', 'run', 'threads', 'demo', 'mcp', 'trace', 'eval'])
       expect(stdout).toMatch(new RegExp(`^  ${name} `, 'm'));
     const error = (await run(process.execPath, ['dist/src/cli/main.js', '--events'], { cwd: root }).catch(
       (e: unknown) => e,
