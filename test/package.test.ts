@@ -231,6 +231,18 @@ describe('package entry points', () => {
     expect(JSON.parse(read.stdout)).toEqual(['function', 'function']);
     expect(existsSync(`${root}/dist/src/tracing/jsonl.d.ts`)).toBe(true);
   });
+
+  it('resolves cubepi/evals and cubepi/evals/vitest, with their types; the matcher entry loads no vitest', async () => {
+    const script = `
+      const evals = await import('cubepi/evals');
+      const { evalMatchers } = await import('cubepi/evals/vitest');
+      console.log(JSON.stringify([...['evaluate', 'loadDataset', 'recordProvider', 'compare', 'exact', 'trajectory'].map((k) => typeof evals[k]), typeof evalMatchers.toPass]));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(Array<string>(7).fill('function'));
+    for (const types of ['dist/src/evals/index.d.ts', 'dist/src/evals/vitest.d.ts'])
+      expect(existsSync(`${root}/${types}`), types).toBe(true);
+    expect(readFileSync(`${root}/dist/src/evals/vitest.js`, 'utf8')).not.toMatch(/^import .*from ['"]vitest/m);
+  });
 });
 
 describe('the cubepi command', () => {
