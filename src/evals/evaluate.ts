@@ -3,11 +3,12 @@
  * Pure (no `node:` import).
  * @module
  */
+import type { Subscription } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { Agent } from '../agent/agent.js';
 import { HOOK_NAMES, type Middleware } from '../middleware/types.js';
 import type { RunOutcome } from '../types/agent-events.js';
-import { ConfigurationError, CubepiError } from '../types/errors.js';
+import { ConfigurationError, CubepiError, RunAbortedError } from '../types/errors.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import type { Provider } from '../types/provider.js';
 import { defineDataset, type EvalCase, type EvalDataset } from './dataset.js';
@@ -48,6 +49,11 @@ export interface EvaluateOptions {
   readonly replay?: Omit<ReplayOptions, 'scheduler'> | undefined;
   /** Only the cases with one of these tags. */
   readonly tags?: readonly string[] | undefined;
+  /**
+   * Cancels the eval: the running case's run is unsubscribed (its model request aborted, its tools signalled), no
+   * further case starts, and `evaluate` rejects with a `RunAbortedError` (reason `signal`).
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** An error as a result line carries it. */
@@ -172,7 +178,11 @@ export async function evaluate(options: EvaluateOptions): Promise<EvalReport> {
     (c) => options.tags === undefined || (c.tags ?? []).some((t) => options.tags!.includes(t)),
   );
   const results: CaseResult[] = [];
-  for (const evalCase of cases) results.push(await runCase(evalCase, options, byCase.get(evalCase.id) ?? []));
+  for (const evalCase of cases) {
+    if (options.signal?.aborted === true) throw new RunAbortedError('signal', 'the eval was cancelled');
+    results.push(await runCase(evalCase, options, byCase.get(evalCase.id) ?? []));
+  }
+  if (options.signal?.aborted === true) throw new RunAbortedError('signal', 'the eval was cancelled');
   const problems: EvalProblem[] = dataset.problems.map((p) => ({
     ...errorInfo(p),
     source: p.source,
@@ -235,8 +245,9 @@ async function runCase(evalCase: EvalCase, options: EvaluateOptions, recorded: R
   let caseError: unknown;
   try {
     const agent = await options.createAgent({ case: evalCase, provider, middleware });
-    outcome = await runAgent(agent, evalCase, scheduler);
+    outcome = await runAgent(agent, evalCase, scheduler, options.signal);
   } catch (error) {
+    if (error instanceof RunAbortedError) throw error;
     caseError =
       error instanceof CubepiError ? error : new EvalCaseError(evalCase.id, errorInfo(error).message, { cause: error });
   }
@@ -286,20 +297,33 @@ function clean(result: ScoreResult): ScoreResult {
 }
 
 /** Runs the case's prompt to its end (in virtual time with `scheduler`), resolving with the run's outcome. */
-function runAgent(agent: Agent, evalCase: EvalCase, scheduler: TestScheduler | undefined): Promise<RunOutcome> {
+function runAgent(
+  agent: Agent,
+  evalCase: EvalCase,
+  scheduler: TestScheduler | undefined,
+  signal: AbortSignal | undefined,
+): Promise<RunOutcome> {
   return new Promise<RunOutcome>((resolve, reject) => {
     let outcome: RunOutcome | undefined;
+    let subscription: Subscription | undefined;
+    const onAbort = () => {
+      subscription?.unsubscribe();
+      reject(new RunAbortedError('signal', 'the eval was cancelled'));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const settle = () => signal?.removeEventListener('abort', onAbort);
     const start = () =>
-      agent.prompt$(evalCase.input).subscribe({
+      (subscription = agent.prompt$(evalCase.input).subscribe({
         next: (event) => {
           if (event.type === 'agent_end') outcome = event.outcome;
         },
-        error: reject,
-        complete: () =>
-          outcome === undefined
-            ? reject(new EvalCaseError(evalCase.id, 'the run ended without agent_end'))
-            : resolve(outcome),
-      });
+        error: (error: unknown) => (settle(), reject(error)),
+        complete: () => {
+          settle();
+          if (outcome === undefined) reject(new EvalCaseError(evalCase.id, 'the run ended without agent_end'));
+          else resolve(outcome);
+        },
+      }));
     if (scheduler === undefined) start();
     else scheduler.run(() => void start());
   });

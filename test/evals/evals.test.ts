@@ -4,6 +4,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Observable } from 'rxjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { Agent, defineTool, type Middleware } from 'cubepi';
@@ -427,5 +428,35 @@ describe('comparing two runs', () => {
     expect(table).toContain('oslo-c');
     expect(table).toMatch(/oslo-c\s+exact\s+1\s+0\s+-1\s+regressed/);
     expect(formatComparison(compare(a, a))).toContain('no case changed');
+  });
+});
+
+describe('cancellation', () => {
+  it('an aborted signal tears down the running case (its model stream unsubscribed) and rejects; no case after it starts', async () => {
+    let started = 0;
+    let tornDown = 0;
+    const controller = new AbortController();
+    // A live model that never answers: the case waits on it until the signal fires.
+    const hanging = {
+      id: 'hanging',
+      stream: () =>
+        new Observable<never>(() => {
+          started++;
+          queueMicrotask(() => controller.abort());
+          return () => void tornDown++;
+        }),
+    };
+    const recorder = recordProvider(hanging);
+    const run = evaluate({
+      mode: 'live',
+      recorder,
+      signal: controller.signal,
+      createAgent,
+      dataset: cases,
+      scorers: [exact()],
+    });
+    await expect(run).rejects.toMatchObject({ name: 'RunAbortedError', message: 'the eval was cancelled' });
+    expect([started, tornDown]).toEqual([1, 1]);
+    expect(recorder.calls).toEqual([]); // a call cut short is not recorded
   });
 });
