@@ -108,6 +108,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/worker': ['src/worker', 'src/wire', 'src/types', 'operators', 'src/agent', 'src/checkpoint'],
   // Tracing reads events (their types) and hashes prompts with the middleware's hash; nothing imports it but its entry.
   'src/tracing': ['src/tracing', 'src/types', 'src/middleware'],
+  // cubepi/evals runs agents over datasets and replays recorded calls through the FauxProvider (src/providers).
+  'src/evals': ['src/evals', 'src/types', 'src/middleware', 'src/providers', 'src/agent'],
 };
 
 /** The command uses the public API only: the package's entry points (its `exports`, mapped back to the sources). */

@@ -231,6 +231,18 @@ describe('package entry points', () => {
     expect(JSON.parse(read.stdout)).toEqual(['function', 'function']);
     expect(existsSync(`${root}/dist/src/tracing/jsonl.d.ts`)).toBe(true);
   });
+
+  it('resolves cubepi/evals and cubepi/evals/vitest, with their types; the matcher entry loads no vitest', async () => {
+    const script = `
+      const evals = await import('cubepi/evals');
+      const { evalMatchers } = await import('cubepi/evals/vitest');
+      console.log(JSON.stringify([...['evaluate', 'loadDataset', 'recordProvider', 'compare', 'exact', 'trajectory'].map((k) => typeof evals[k]), typeof evalMatchers.toPass]));`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: root });
+    expect(JSON.parse(stdout)).toEqual(Array<string>(7).fill('function'));
+    for (const types of ['dist/src/evals/index.d.ts', 'dist/src/evals/vitest.d.ts'])
+      expect(existsSync(`${root}/${types}`), types).toBe(true);
+    expect(readFileSync(`${root}/dist/src/evals/vitest.js`, 'utf8')).not.toMatch(/^import .*from ['"]vitest/m);
+  });
 });
 
 describe('the cubepi command', () => {
@@ -284,7 +296,7 @@ describe('the cubepi command', () => {
 
   it('cubepi --help lists every command; an option without a command exits 2', async () => {
     const { stdout } = await run(process.execPath, ['dist/src/cli/main.js', '--help'], { cwd: root });
-    for (const name of ['chat', 'run', 'threads', 'demo', 'mcp', 'trace'])
+    for (const name of ['chat', 'run', 'threads', 'demo', 'mcp', 'trace', 'eval'])
       expect(stdout).toMatch(new RegExp(`^  ${name} `, 'm'));
     const error = (await run(process.execPath, ['dist/src/cli/main.js', '--events'], { cwd: root }).catch(
       (e: unknown) => e,

@@ -31,6 +31,10 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     async () => (await import('./mcp-command.js')).mcpCommand,
   ),
   trace: entry('list | show traces from a local trace file', async () => (await import('./trace-command.js')).traceCli),
+  eval: entry(
+    'run | compare evals (cubepi/evals): a table per run, or what changed',
+    async () => (await import('./eval-command.js')).evalCli,
+  ),
   serve: entry(
     'a chat page and the agent server behind it (HTTP, SSE, WebSocket); --queue: on a run queue',
     async () => (await import('./serve-command.js')).serveCommand,
