@@ -27,8 +27,8 @@ const dir = mkdtempSync(join(tmpdir(), 'cubepi-guardrails-'));
 beforeAll(async () => {
   server = await ReplayServer.start();
 });
-afterAll(() => {
-  server.close();
+afterAll(async () => {
+  await server.close();
   rmSync(dir, { recursive: true, force: true });
 });
 beforeEach(() => server.reset());
