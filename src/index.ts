@@ -301,3 +301,26 @@ export { TokenCalibration, type TokenEstimate } from './middleware/token-calibra
 export { ContextBudget, type ContextBudgetOptions } from './middleware/context-budget.js';
 export { Compaction, DEFAULT_COMPACTION_INSTRUCTIONS, type CompactionOptions } from './middleware/compaction.js';
 export { COMPACTION_KEY, type CompactionEntry } from './middleware/compaction-entry.js';
+export { inputGuardrail, type InputGuardrailOptions, type GuardrailInput } from './guardrails/input-guardrail.js';
+export { outputGuardrail, type OutputGuardrailOptions, type GuardrailOutput } from './guardrails/output-guardrail.js';
+export {
+  toolGuardrail,
+  type ToolGuardrailOptions,
+  type GuardrailToolArgs,
+  type GuardrailToolResult,
+} from './guardrails/tool-guardrail.js';
+export {
+  DEFAULT_GUARDRAIL_TIMEOUT_MS,
+  type GuardrailAnswer,
+  type CheckSettled,
+} from './guardrails/run-guardrail-check.js';
+export {
+  isRewrite,
+  isTrip,
+  type GuardrailPass,
+  type GuardrailRewrite,
+  type GuardrailTrip,
+  type GuardrailVerdict,
+  type TextCheck,
+  type TextCheckContext,
+} from './guardrails/verdict.js';

@@ -41,7 +41,10 @@ export function closeRun(run: RunState, aborted: boolean, reason: unknown): void
     closingTurn(run, aborted, reason);
     return;
   }
-  if (state.streaming !== undefined) endStreamingMessage(run, state, aborted, reason);
+  if (state.streaming !== undefined) {
+    if (reason instanceof RunStopped && reason.outcome === 'stopped') retractStreamingMessage(run, state, reason);
+    else endStreamingMessage(run, state, aborted, reason);
+  }
   else if (state.response !== undefined) endSettledResponse(run, state);
 
   const assistant = state.assistant;
@@ -69,6 +72,23 @@ export function closeRun(run: RunState, aborted: boolean, reason: unknown): void
     state.resultMessages.filter((message) => message !== undefined),
   );
   closingTurn(run, aborted, reason);
+}
+
+/**
+ * A stop on purpose (a guardrail trip) while a message streams: what was streamed is withdrawn, never stored nor
+ * ended — the UI drops it on `message_retracted`, and the closing message says why the run stopped.
+ */
+function retractStreamingMessage(run: RunState, state: TurnState, reason: RunStopped): void {
+  const message = state.streaming!;
+  state.streaming = undefined;
+  run.spend?.(message.usage);
+  run.emit({
+    type: 'message_retracted',
+    runId: run.runId,
+    turnIndex: state.index,
+    by: reason.by ?? 'middleware',
+    reason: reason.reason,
+  });
 }
 
 /** The message being streamed ends as `aborted` (or `error`), with what was received so far. */

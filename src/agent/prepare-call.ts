@@ -111,7 +111,7 @@ export function* prepareCall(
             holdCall(run, turn, index, args, answer);
             return undefined;
           case 'stop':
-            throw new RunStopped(answer.outcome, answer.reason);
+            throw new RunStopped(answer.outcome, answer.reason, answer.by);
         }
       } else if (answer.block === true) {
         decided = errorOutcome(answer.reason ?? `Tool call ${call.name} was blocked`, 'denied');

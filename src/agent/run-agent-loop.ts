@@ -407,6 +407,7 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
     if (error instanceof RunStopped) {
       // A stop decision: an ordinary end, typed by the decision (the transcript closes as for a failure or a cancel).
       run.outcome = error.outcome;
+      if (error.outcome === 'stopped') run.stoppedBy = { by: error.by ?? 'middleware', reason: error.reason };
       run.abort(error);
       closeRun(run, error.outcome === 'cancelled', error);
     } else {
@@ -443,6 +444,7 @@ function* loop(run: RunState, prompts: readonly Message[], resume: ResumeBatch |
     ...(pendingRequests === undefined ? {} : { pending: pendingRequests }),
     ...(deferred.length === 0 ? {} : { deferredMessages: deferred }),
     ...(run.answer === undefined ? {} : answerFields(run.answer)),
+    ...(run.stoppedBy === undefined ? {} : { stoppedBy: run.stoppedBy }),
   });
   if (hasFailure) throw failure;
 }
@@ -469,7 +471,7 @@ function* runStart(run: RunState): Op<void> {
   if (start === undefined) return;
   const ctx = hookContext(run, run.turnIndex);
   const answer = yield* callHook(run, 'onRunStart', undefined, () => start(ctx), undefined);
-  if (isHookDecision(answer) && answer.kind === 'stop') throw new RunStopped(answer.outcome, answer.reason);
+  if (isHookDecision(answer) && answer.kind === 'stop') throw new RunStopped(answer.outcome, answer.reason, answer.by);
 }
 
 /** `onRunEnd`: every middleware's, in order, with the outcome; their patches are applied before `agent_end`. */

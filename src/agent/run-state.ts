@@ -39,8 +39,9 @@ export interface CallOutcome {
 /** A run ended by a `stop` decision: not a failure of the run's machinery, an ordinary (typed) end. */
 export class RunStopped extends Error {
   constructor(
-    readonly outcome: 'failed' | 'cancelled',
+    readonly outcome: 'failed' | 'cancelled' | 'stopped',
     readonly reason: string,
+    readonly by?: string,
   ) {
     super(reason);
   }
@@ -142,6 +143,8 @@ export interface RunState {
   readonly sink: HookSink;
   /** How the run ends, once known (a stop decision, a suspension, a hook's `stop`). */
   outcome: RunOutcome | undefined;
+  /** Who stopped the run on purpose (a stop decision with outcome `stopped`): `agent_end.stoppedBy`. */
+  stoppedBy?: { readonly by: string; readonly reason: string } | undefined;
   readonly getSteeringMessages: (() => readonly Message[]) | undefined;
   readonly getFollowUpMessages: (() => readonly Message[]) | undefined;
   /** The whole transcript: history, then what this run added. */
@@ -418,10 +421,12 @@ export function errorOutcome(text: string, outcome: ToolCallOutcome = 'error'): 
  * happen: empty content, `stopReason` `aborted` or `error`, `errorMessage` saying why.
  */
 export function closingMessage(run: RunState, aborted: boolean, reason: unknown): AssistantMessage {
+  // A stop on purpose (a guardrail) is a refusal, like a vendor's own `blocked`, not an error.
+  const blocked = reason instanceof RunStopped && reason.outcome === 'stopped';
   return {
     role: 'assistant',
     content: [],
-    stopReason: aborted ? 'aborted' : 'error',
+    stopReason: aborted ? 'aborted' : blocked ? 'blocked' : 'error',
     errorMessage: errorMessageOf(reason),
     ...(aborted ? { errorKind: 'aborted' as const } : {}),
     usage: EMPTY_USAGE,

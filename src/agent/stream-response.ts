@@ -180,7 +180,7 @@ export function* streamResponse(
         if (error instanceof WrapperDecision) {
           // A wrapper's stop (the onion lets no other decision out of a model call).
           const { decision } = error;
-          if (decision.kind === 'stop') throw new RunStopped(decision.outcome, decision.reason);
+          if (decision.kind === 'stop') throw new RunStopped(decision.outcome, decision.reason, decision.by);
         }
         terminal = guard.failure(`Model call failed: ${errorMessageOf(error)}`);
       }

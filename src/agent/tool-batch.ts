@@ -192,7 +192,7 @@ export function* executeCall(
     if (error instanceof WrapperDecision) {
       // A wrapper's pause holds the call (like a gate's); its stop ends the run.
       const { decision } = error;
-      if (decision.kind === 'stop') throw new RunStopped(decision.outcome, decision.reason);
+      if (decision.kind === 'stop') throw new RunStopped(decision.outcome, decision.reason, decision.by);
       holdCall(run, turn, runnable.index, args, decision);
       return undefined;
     }

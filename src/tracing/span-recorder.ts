@@ -249,6 +249,18 @@ export class SpanRecorder {
           [ATTR.contextBudget]: event.budget,
         });
         return;
+      case 'guardrail_tripped': {
+        const tool = event.toolCallId === undefined ? undefined : run.tools.get(event.toolCallId);
+        const span = tool?.span ?? (run.turn ?? run).span;
+        const attributes: Attributes = {
+          'cubepi.guardrail.name': event.guardrail,
+          'cubepi.guardrail.kind': event.kind,
+          'cubepi.guardrail.action': event.action,
+        };
+        this.addContent(attributes, span, 'cubepi.guardrail.reason', () => event.reason);
+        span.addEvent('guardrail_tripped', attributes);
+        return;
+      }
       case 'model_fallback':
         if (run.turn !== undefined) run.turn.fallbackFrom = `${event.from.provider}/${event.from.model}`;
         return;

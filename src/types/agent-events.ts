@@ -108,6 +108,8 @@ export interface AgentEndEvent {
   };
   /** How the run settled (set by the Agent; see {@link ExecutionResult}). */
   readonly execution?: ExecutionResult;
+  /** With outcome `stopped` by a stop decision (a guardrail trip): who stopped the run and why. */
+  readonly stoppedBy?: { readonly by: string; readonly reason: string };
 }
 
 /**
@@ -348,6 +350,38 @@ export interface ContextTrimmedEvent {
   readonly budget: number;
 }
 
+/**
+ * A guardrail tripped: `guardrail` (its name) of `kind` found `reason` in what it inspected. `action` says what
+ * followed: `stop` (the run ends `stopped`, `agent_end.stoppedBy` names the guardrail) or `deny` (a tool guardrail:
+ * the call is answered with a denial, outcome `denied`, and the run goes on). `timeout` is true when the guardrail
+ * did not answer within its `timeoutMs`. `toolCallId` is set for a tool guardrail.
+ */
+export interface GuardrailTrippedEvent {
+  readonly type: 'guardrail_tripped';
+  readonly runId: string;
+  readonly turnIndex: number;
+  readonly guardrail: string;
+  readonly kind: 'input' | 'output' | 'tool';
+  readonly reason: string;
+  readonly info?: unknown;
+  readonly action: 'stop' | 'deny';
+  readonly timeout?: boolean;
+  readonly toolCallId?: string;
+}
+
+/**
+ * The assistant message streaming in turn `turnIndex` is withdrawn: a stop on purpose (a guardrail trip, named by
+ * `by`) came before its `message_end`. What its `message_update`s showed is not the answer: drop it. It is never
+ * stored; the run's closing message (stopReason `blocked`) says why it stopped.
+ */
+export interface MessageRetractedEvent {
+  readonly type: 'message_retracted';
+  readonly runId: string;
+  readonly turnIndex: number;
+  readonly by: string;
+  readonly reason: string;
+}
+
 /** Why a compaction ran: the context passed the threshold, or the provider answered `context_overflow`. */
 export type CompactionReason = 'threshold' | 'overflow';
 
@@ -413,6 +447,8 @@ export type AgentEvent = (
   | ModelAttemptEvent
   | ModelFallbackEvent
   | OutputInvalidEvent
+  | GuardrailTrippedEvent
+  | MessageRetractedEvent
   | ApprovalRequestedEvent
   | HookErrorEvent
   | StatePatchedEvent
@@ -435,7 +471,7 @@ export interface EventPlace {
 }
 
 /** The events a middleware may emit through the run (see `docs/context.md`). */
-export type MiddlewareEvent = ContextTrimmedEvent | CompactionStartEvent | CompactionEndEvent;
+export type MiddlewareEvent = ContextTrimmedEvent | CompactionStartEvent | CompactionEndEvent | GuardrailTrippedEvent;
 
 /**
  * An agent event with its place in its run, as `cubepi/server` sends it and `cubepi/client` delivers it: `seq` is 1

@@ -39,8 +39,14 @@ export interface PauseDecision {
 /** End the run now, as `failed` or `cancelled`, saying why. */
 export interface StopDecision {
   readonly kind: 'stop';
-  readonly outcome: 'failed' | 'cancelled';
+  /**
+   * How the run ends: `failed`, `cancelled`, or `stopped` (a policy ended it on purpose, e.g. a guardrail trip: the
+   * message being streamed is retracted (`message_retracted`), not stored, and `agent_end.stoppedBy` names `by`).
+   */
+  readonly outcome: 'failed' | 'cancelled' | 'stopped';
   readonly reason: string;
+  /** Who stopped the run (a guardrail's name), reported on `agent_end.stoppedBy`. */
+  readonly by?: string | undefined;
 }
 
 /**
@@ -84,9 +90,9 @@ export const Decision = Object.freeze({
       ...(expiresAt === undefined ? {} : { expiresAt }),
     };
   },
-  /** End the run now. */
-  stop(outcome: 'failed' | 'cancelled', reason: string): StopDecision {
-    return { kind: 'stop', outcome, reason };
+  /** End the run now; `by` names who stopped it (reported on `agent_end.stoppedBy`). */
+  stop(outcome: 'failed' | 'cancelled' | 'stopped', reason: string, by?: string): StopDecision {
+    return by === undefined ? { kind: 'stop', outcome, reason } : { kind: 'stop', outcome, reason, by };
   },
 });
 
