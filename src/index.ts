@@ -263,6 +263,7 @@ export {
 export {
   estimateTokens,
   estimateMessageTokens,
+  estimateTextTokens,
   reportedInputTokens,
   type TokenRequest,
 } from './middleware/estimate-tokens.js';
@@ -270,3 +271,34 @@ export { TokenCalibration, type TokenEstimate } from './middleware/token-calibra
 export { ContextBudget, type ContextBudgetOptions } from './middleware/context-budget.js';
 export { Compaction, DEFAULT_COMPACTION_INSTRUCTIONS, type CompactionOptions } from './middleware/compaction.js';
 export { COMPACTION_KEY, type CompactionEntry } from './middleware/compaction-entry.js';
+// Built-in guardrail checks (docs/guardrails-builtins.md): TextChecks a guardrail runs.
+export {
+  DEFAULT_PII_KINDS,
+  detectPii,
+  ibanChecksumValid,
+  luhnValid,
+  piiCheck,
+  redactPii,
+  type PiiCheckOptions,
+  type PiiKind,
+  type PiiMatch,
+  type PiiOptions,
+  type PiiPattern,
+  type RedactPiiOptions,
+} from './guardrails/pii.js';
+export { keywordCheck, type KeywordCheckOptions } from './guardrails/keyword-filter.js';
+export {
+  PROMPT_INJECTION_SIGNALS,
+  promptInjectionCheck,
+  type PromptInjectionCheckOptions,
+  type PromptInjectionSignal,
+} from './guardrails/prompt-injection.js';
+export { maxLengthCheck, type MaxLengthCheckOptions } from './guardrails/max-length.js';
+export {
+  DEFAULT_MODERATION_CATEGORIES,
+  MODERATION_PROMPT,
+  moderationCheck,
+  parseModerationAnswer,
+  type ModerationAnswer,
+  type ModerationCheckOptions,
+} from './guardrails/moderation.js';
