@@ -124,8 +124,13 @@ export function ibanChecksumValid(iban: string): boolean {
 const BUILT_INS: Readonly<Record<PiiKind, Detector>> = {
   email: {
     kind: 'email',
-    pattern: /(?<![\w.%+-])[\w.%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])/g,
-    check: (match, index) => (match.startsWith('.') || match.includes('..') ? undefined : whole(match, index)),
+    pattern:
+      /(?<![\p{L}\p{N}_.%+-])[\p{L}\p{N}_.%+-]{1,64}@(?:[\p{L}\p{N}-]{1,63}\.){1,8}\p{L}{2,24}(?![\p{L}\p{N}-])/gu,
+    check: (match, index) => {
+      // A sentence's dot before the address is not part of it; a redactor still takes a malformed local part.
+      const lead = /^\.*/.exec(match)![0].length;
+      return match[lead] === '@' ? undefined : { start: index + lead, end: index + match.length };
+    },
   },
   phone: {
     kind: 'phone',
@@ -136,7 +141,7 @@ const BUILT_INS: Readonly<Record<PiiKind, Detector>> = {
         // North American with separators: (415) 555-2671, 415-555-2671, 415.555.2671, 1 415 555 2671.
         String.raw`(?<![\w+-])(?:1[ .-]?)?(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[ .-])[2-9]\d{2}[ .-]\d{4}(?![\w-])`,
         // National with a trunk 0 and separators: 020 7946 0958, 07700 900123, 030-1234-5678.
-        String.raw`(?<![\w+-])0\d{2,4}[ -]\d{3,4}(?:[ -]\d{3,4})?(?![\w-])`,
+        String.raw`(?<![\w+-])0\d{2,4}[ -]\d{3,6}(?:[ -]\d{3,4})?(?![\w-])`,
       ].join('|'),
       'g',
     ),
