@@ -3,7 +3,7 @@
  * strict JSON.
  * @module
  */
-import { Observable } from 'rxjs';
+import { Observable, Subscription } from 'rxjs';
 import type { SideModelRequest } from '../middleware/hook-sink.js';
 import { ConfigurationError } from '../types/errors.js';
 import { userMessage, type AssistantMessage } from '../types/messages.js';
@@ -143,46 +143,50 @@ export function moderationCheck(options: ModerationCheckOptions = {}): TextCheck
           ),
         );
       }
+      // Made before subscribing: a provider may emit its terminal event synchronously, inside `subscribe`.
+      const inner = new Subscription();
       const onAbort = () => {
         inner.unsubscribe();
         subscriber.error(signal.reason);
       };
-      const inner = stream$.subscribe({
-        next: (event) => {
-          if (event.type === 'done') {
-            const answer = answerText(event.message);
-            const parsed = parseModerationAnswer(answer, categories);
-            subscriber.next(
-              parsed === undefined
-                ? { trip: true, reason: 'moderation_unparseable', info: { answer: answer.slice(0, 500) } }
-                : parsed.flagged
-                  ? {
-                      trip: true,
-                      reason: 'moderation_flagged',
-                      info: { categories: parsed.categories, reason: parsed.reason },
-                    }
-                  : 'pass',
-            );
-            subscriber.complete();
-          } else if (event.type === 'error') {
-            if (signal.aborted) return onAbort();
-            subscriber.next({
-              trip: true,
-              reason: 'moderation_failed',
-              info: { errorKind: event.errorKind, errorMessage: event.message.errorMessage },
-            });
-            subscriber.complete();
-          }
-        },
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => {
-          // A stream that ends with no terminal event broke the provider contract: not a pass.
-          if (!subscriber.closed) {
-            subscriber.next({ trip: true, reason: 'moderation_failed', info: { errorKind: 'unknown' } });
-            subscriber.complete();
-          }
-        },
-      });
+      inner.add(
+        stream$.subscribe({
+          next: (event) => {
+            if (event.type === 'done') {
+              const answer = answerText(event.message);
+              const parsed = parseModerationAnswer(answer, categories);
+              subscriber.next(
+                parsed === undefined
+                  ? { trip: true, reason: 'moderation_unparseable', info: { answer: answer.slice(0, 500) } }
+                  : parsed.flagged
+                    ? {
+                        trip: true,
+                        reason: 'moderation_flagged',
+                        info: { categories: parsed.categories, reason: parsed.reason },
+                      }
+                    : 'pass',
+              );
+              subscriber.complete();
+            } else if (event.type === 'error') {
+              if (signal.aborted) return onAbort();
+              subscriber.next({
+                trip: true,
+                reason: 'moderation_failed',
+                info: { errorKind: event.errorKind, errorMessage: event.message.errorMessage },
+              });
+              subscriber.complete();
+            }
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => {
+            // A stream that ends with no terminal event broke the provider contract: not a pass.
+            if (!subscriber.closed) {
+              subscriber.next({ trip: true, reason: 'moderation_failed', info: { errorKind: 'unknown' } });
+              subscriber.complete();
+            }
+          },
+        }),
+      );
       signal.addEventListener('abort', onAbort, { once: true });
       return () => {
         signal.removeEventListener('abort', onAbort);
