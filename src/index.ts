@@ -294,6 +294,7 @@ export {
 export {
   estimateTokens,
   estimateMessageTokens,
+  estimateTextTokens,
   reportedInputTokens,
   type TokenRequest,
 } from './middleware/estimate-tokens.js';
@@ -324,3 +325,34 @@ export {
   type TextCheck,
   type TextCheckContext,
 } from './guardrails/verdict.js';
+// Built-in guardrail checks (docs/guardrails-builtins.md): TextChecks a guardrail runs.
+export {
+  DEFAULT_PII_KINDS,
+  detectPii,
+  ibanChecksumValid,
+  luhnValid,
+  piiCheck,
+  redactPii,
+  type PiiCheckOptions,
+  type PiiKind,
+  type PiiMatch,
+  type PiiOptions,
+  type PiiPattern,
+  type RedactPiiOptions,
+} from './guardrails/pii.js';
+export { keywordCheck, type KeywordCheckOptions } from './guardrails/keyword-filter.js';
+export {
+  PROMPT_INJECTION_SIGNALS,
+  promptInjectionCheck,
+  type PromptInjectionCheckOptions,
+  type PromptInjectionSignal,
+} from './guardrails/prompt-injection.js';
+export { maxLengthCheck, type MaxLengthCheckOptions } from './guardrails/max-length.js';
+export {
+  DEFAULT_MODERATION_CATEGORIES,
+  MODERATION_PROMPT,
+  moderationCheck,
+  parseModerationAnswer,
+  type ModerationAnswer,
+  type ModerationCheckOptions,
+} from './guardrails/moderation.js';

@@ -139,6 +139,17 @@ function toolTokens(tool: ToolDefinition, family: Family): number {
   return tokens;
 }
 
+/**
+ * The tokens of one piece of text, by `model`'s provider family (the generic family when no model is given): the
+ * same heuristic {@link estimateTokens} applies to a message's text, without a message's framing.
+ *
+ * @example
+ * estimateTextTokens('How long is this?'); // 5
+ */
+export function estimateTextTokens(text: string, model?: Model): number {
+  return textTokens(text, (model === undefined ? FAMILIES.other : familyOf(model)).charsPerToken);
+}
+
 /** The tokens of `messages` alone (no base cost, no system prompt, no tools), by `model`'s family. */
 export function estimateMessageTokens(model: Model, messages: readonly Message[]): number {
   const family = familyOf(model);
