@@ -220,6 +220,9 @@ export {
   StatePatchPermissionError,
   RunAbortedError,
   ToolExecutionError,
+  EmbeddingError,
+  StoreError,
+  type StoreOperation,
   type AbortReason,
   type HookErrorDetails,
   type HookName,
@@ -240,6 +243,23 @@ export type {
   ThreadInfo,
 } from './checkpoint/checkpointer.js';
 export { MemoryCheckpointer, type MemoryCheckpointerOptions } from './checkpoint/memory.js';
+
+// Memory across threads: the Store contract and its in-memory backend (SQLiteStore and PostgresStore live in the
+// checkpointers' entry points); the memory middleware is below with the other middleware.
+export type {
+  EmbedFunction,
+  JsonValue,
+  ListOptions,
+  ListPage,
+  Namespace,
+  PutOptions,
+  SearchItem,
+  SearchOptions,
+  Store,
+  StoreItem,
+  StoreOptions,
+} from './types/store.js';
+export { MemoryStore, type MemoryStoreOptions } from './checkpoint/memory-store.js';
 export {
   fromSeedCheckpointer,
   type SeedCheckpointData,
