@@ -289,4 +289,13 @@ export {
 export { TokenCalibration, type TokenEstimate } from './middleware/token-calibration.js';
 export { ContextBudget, type ContextBudgetOptions } from './middleware/context-budget.js';
 export { Compaction, DEFAULT_COMPACTION_INSTRUCTIONS, type CompactionOptions } from './middleware/compaction.js';
+export {
+  factKey,
+  memory,
+  MEMORY_EXTRACTION_PROMPT,
+  renderMemory,
+  type MemoryFact,
+  type MemoryOptions,
+} from './middleware/memory.js';
+export { rememberTool, type RememberToolOptions } from './tools/remember-tool.js';
 export { COMPACTION_KEY, type CompactionEntry } from './middleware/compaction-entry.js';
