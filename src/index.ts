@@ -251,6 +251,9 @@ export {
   RunAbortedError,
   ToolExecutionError,
   UnknownAgentError,
+  EmbeddingError,
+  StoreError,
+  type StoreOperation,
   type AbortReason,
   type HookErrorDetails,
   type HookName,
@@ -271,6 +274,23 @@ export type {
   ThreadInfo,
 } from './checkpoint/checkpointer.js';
 export { MemoryCheckpointer, type MemoryCheckpointerOptions } from './checkpoint/memory.js';
+
+// Memory across threads: the Store contract and its in-memory backend (SQLiteStore and PostgresStore live in the
+// checkpointers' entry points); the memory middleware is below with the other middleware.
+export type {
+  EmbedFunction,
+  JsonValue,
+  ListOptions,
+  ListPage,
+  Namespace,
+  PutOptions,
+  SearchItem,
+  SearchOptions,
+  Store,
+  StoreItem,
+  StoreOptions,
+} from './types/store.js';
+export { MemoryStore, type MemoryStoreOptions } from './checkpoint/memory-store.js';
 export {
   fromSeedCheckpointer,
   type SeedCheckpointData,
@@ -301,6 +321,15 @@ export {
 export { TokenCalibration, type TokenEstimate } from './middleware/token-calibration.js';
 export { ContextBudget, type ContextBudgetOptions } from './middleware/context-budget.js';
 export { Compaction, DEFAULT_COMPACTION_INSTRUCTIONS, type CompactionOptions } from './middleware/compaction.js';
+export {
+  factKey,
+  memory,
+  MEMORY_EXTRACTION_PROMPT,
+  renderMemory,
+  type MemoryFact,
+  type MemoryOptions,
+} from './middleware/memory.js';
+export { rememberTool, type RememberToolOptions } from './tools/remember-tool.js';
 export { COMPACTION_KEY, type CompactionEntry } from './middleware/compaction-entry.js';
 export { inputGuardrail, type InputGuardrailOptions, type GuardrailInput } from './guardrails/input-guardrail.js';
 export { outputGuardrail, type OutputGuardrailOptions, type GuardrailOutput } from './guardrails/output-guardrail.js';

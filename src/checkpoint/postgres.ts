@@ -41,8 +41,21 @@ import type { BlobRef } from '../types/content.js';
 import { checkBlobThreshold, hasFiles, offloadFiles, type BlobOptions } from './offload-files.js';
 import { insertBlobSql, PostgresBlobStore, toBuffer } from './postgres-blob-store.js';
 import { SerialQueue } from './serial-queue.js';
+import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 
 export { PostgresBlobStore };
+export { PostgresStore, type PostgresStoreOptions, type PostgresVectorSearch } from './postgres-store.js';
+export type {
+  JsonValue,
+  ListOptions,
+  ListPage,
+  Namespace,
+  PutOptions,
+  SearchItem,
+  SearchOptions,
+  Store,
+  StoreItem,
+} from '../types/store.js';
 
 export type {
   AppendOptions,
@@ -587,6 +600,15 @@ export class PostgresCheckpointer implements Checkpointer {
     } catch (error) {
       throw toCheckpointError(error, 'fork', threadId);
     }
+  }
+
+  /**
+   * A {@link PostgresStore} on this checkpointer's pool and schema (table `<tablePrefix>store_items`, default
+   * `cubepi_`; created at its first call): memory across threads next to the threads. Its `close()` leaves the pool
+   * open; closing the checkpointer ends a pool the checkpointer created.
+   */
+  store(options: Omit<PostgresStoreOptions, 'schema'> = {}): PostgresStore {
+    return new PostgresStore(this.#pool, { ...options, schema: this.#tables.schema });
   }
 
   /**

@@ -41,8 +41,21 @@ import type { BlobRef } from '../types/content.js';
 import { checkBlobThreshold, hasFiles, offloadFiles, type BlobOptions, type OffloadedBatch } from './offload-files.js';
 import { insertBlobStatement, SQLiteBlobStore } from './sqlite-blob-store.js';
 import { SerialQueue } from './serial-queue.js';
+import { SQLiteStore, type SQLiteStoreOptions } from './sqlite-store.js';
 
 export { SQLiteBlobStore };
+export { SQLiteStore, type SQLiteStoreOptions } from './sqlite-store.js';
+export type {
+  JsonValue,
+  ListOptions,
+  ListPage,
+  Namespace,
+  PutOptions,
+  SearchItem,
+  SearchOptions,
+  Store,
+  StoreItem,
+} from '../types/store.js';
 
 export type {
   AppendOptions,
@@ -538,6 +551,15 @@ export class SQLiteCheckpointer implements Checkpointer {
     } catch (error) {
       throw toCheckpointError(error, 'fork', threadId);
     }
+  }
+
+  /**
+   * A {@link SQLiteStore} on this checkpointer's file and connection (table `<tablePrefix>store_items`, default
+   * `cubepi_`; created if missing), with this checkpointer's busy timeout unless `options` says otherwise: memory
+   * across threads next to the threads. Closing the checkpointer closes the connection the store uses.
+   */
+  store(options: SQLiteStoreOptions = {}): SQLiteStore {
+    return new SQLiteStore(this.#db, { busyTimeoutMs: this.#busyTimeoutMs, ...options });
   }
 
   /** Closes the database if this checkpointer opened it (a `Database` passed in stays open). Idempotent. */

@@ -12,6 +12,12 @@ export {
   type BlobStoreConformanceOptions,
   type BlobStoreFixture,
 } from './blob-store-conformance.js';
+export {
+  storeConformance,
+  type MakeStore,
+  type StoreConformanceOptions,
+  type StoreFixture,
+} from './store-conformance.js';
 export { providerConformance, type ProviderConformanceOptions } from './provider-conformance.js';
 export {
   sseEvent,

@@ -539,3 +539,41 @@ export class BlobMissingError extends CubepiError {
     );
   }
 }
+
+/** What a {@link Store} was doing when it failed. */
+export type StoreOperation = 'put' | 'get' | 'delete' | 'list' | 'search' | 'open';
+
+/**
+ * A store backend could not do what it was asked (the database is unreachable, closed, full). The driver's error is
+ * the `cause`; a failed `put` wrote nothing. Bad arguments are {@link InvalidInputError}s, bad embeddings
+ * {@link EmbeddingError}s, not this.
+ */
+export class StoreError extends CubepiError {
+  readonly code = 'store_error';
+  constructor(
+    readonly operation: StoreOperation,
+    cause: unknown,
+  ) {
+    super(`Store ${operation} failed: ${errorMessageOf(cause)}`, { cause });
+  }
+}
+
+/**
+ * The store's `embed` function threw, or returned what is not one finite, non-zero vector of the store's `dimensions`
+ * per text. Names the items' keys (`keys`; empty for a search's query) and their namespace. Nothing was written.
+ */
+export class EmbeddingError extends CubepiError {
+  readonly code = 'embedding_error';
+  constructor(
+    readonly keys: readonly string[],
+    readonly namespace: readonly string[],
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    const what =
+      keys.length === 0
+        ? 'the search query'
+        : `item${keys.length > 1 ? 's' : ''} ${keys.map((k) => JSON.stringify(k)).join(', ')}`;
+    super(`Embedding ${what} in namespace ${JSON.stringify(namespace)} failed: ${reason}`, options);
+  }
+}
