@@ -9,8 +9,8 @@ export type { AgentForkOptions, RetryFromOptions } from './agent/retry-from.js';
 export type { AgentState } from './agent/agent-state.js';
 export type { QueueMode } from './agent/message-queues.js';
 export { resolveModel } from './agent/resolve-model.js';
-export { runAgentLoop, type RunAgentLoopOptions } from './agent/run-agent-loop.js';
-export { outputJsonSchema, strictSchemaProblem, type StrictSchemaProblem } from './agent/output-json-schema.js';
+export { runAgentLoop, type RunAgentLoopOptions } from './loop/run-agent-loop.js';
+export { outputJsonSchema, strictSchemaProblem, type StrictSchemaProblem } from './loop/output-json-schema.js';
 export {
   agentTool,
   DEFAULT_MAX_AGENT_DEPTH,
@@ -23,7 +23,7 @@ export {
 } from './agent/agent-tool.js';
 export { handoff, type HandoffContext, type HandoffOptions } from './agent/handoff.js';
 export { lastN, removeToolCalls } from './agent/handoff-filters.js';
-export { ACTIVE_AGENT_KEY, DEFAULT_MAX_HANDOFFS, type ActiveAgentRecord } from './agent/handoff-host.js';
+export { ACTIVE_AGENT_KEY, DEFAULT_MAX_HANDOFFS, type ActiveAgentRecord } from './loop/handoff-host.js';
 export { childRunOptions, type ChildRunOptions } from './agent/child-run.js';
 // Composition operators over agents (docs/composition.md).
 export { CompositeMemberError } from './agent/compose/composite-events.js';
@@ -52,8 +52,8 @@ export { race } from './agent/compose/race.js';
 export { runComposite, type Composite } from './agent/compose/run-composite.js';
 export { sequence, type SequenceComposite, type SequenceRunOptions } from './agent/compose/sequence.js';
 export { supervise, type Manager, type ManagerContext, type Worker } from './agent/compose/supervise.js';
-export type { ResumeAnswer, ResumeBatch } from './agent/resume-batch.js';
-export type { RunSettings } from './agent/run-settings.js';
+export type { ResumeAnswer, ResumeBatch } from './loop/resume-batch.js';
+export type { RunSettings } from './loop/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
 // The rest of the provider kit (fromSdkStream, error classification, the argument parsers) is `cubepi/providers/kit`;
 // the assembler stays here too, where providers written before the kit import it from.

@@ -1,7 +1,7 @@
 // The generator driver is internal, but everything rests on it: its promises are pinned here directly.
 import { defer, isObservable, NEVER, Observable, of, throwError, timer } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { ABORTED, drive, fromOp, wait, type Op } from '../src/agent/drive.js';
+import { ABORTED, drive, fromOp, wait, type Op } from '../src/loop/drive.js';
 import { isPromiseLike } from '../src/types/is-promise-like.js';
 
 /** Waits for `source` the way the loop's steps do: yields its Suspension, resumes with the value. */

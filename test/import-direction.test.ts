@@ -59,14 +59,27 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/providers': ['src/providers', 'src/types', 'operators'],
   'src/checkpoint': ['src/checkpoint', 'src/types'],
   'src/middleware': ['src/middleware', 'src/types', 'operators'],
-  // Guardrails: verdicts, checks and the built-ins; the loop (src/agent) runs them.
+  // Guardrails: verdicts, checks and the built-ins; the loop (src/loop) runs them.
   'src/guardrails': ['src/guardrails', 'src/types', 'operators', 'src/middleware'],
   // cubepi/mcp: the only folder that imports the MCP SDK.
   'src/mcp': ['src/mcp', 'src/types', 'src/tools', 'src/agent'],
   // Composition operators over agents (sequence, parallel, race, supervise): they run Agents, so they sit above them.
   'src/agent/compose': ['src/agent/compose', 'src/agent', 'src/types', 'src/tools'],
+  // The loop (runAgentLoop, a turn, the tool batch, the model call): below the Agent, above the provider stream. It
+  // imports nothing of the facade (src/agent): the folders draw the seeds' picture, Agent ⊃ the loop ⊃ provider stream.
+  'src/loop': [
+    'src/loop',
+    'src/types',
+    'operators',
+    'src/tools',
+    'src/providers',
+    'src/middleware',
+    'src/checkpoint',
+    'src/guardrails',
+  ],
   'src/agent': [
     'src/agent',
+    'src/loop',
     'src/types',
     'operators',
     'src/tools',
@@ -84,6 +97,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'src/checkpoint',
     'src/agent',
     'src/tools',
+    'src/loop',
   ],
   src: [
     'src',
@@ -96,6 +110,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'src/agent',
     'src/agent/compose',
     'src/guardrails',
+    'src/loop',
   ],
   // The wire protocol shared by cubepi/server and cubepi/client: event types in, frames out.
   'src/wire': ['src/wire', 'src/types'],
@@ -159,6 +174,21 @@ describe('import direction', () => {
       }
     }
     expect(upward).toEqual([]);
+  });
+
+  it('keeps the loop below the Agent: src/loop imports nothing of the facade (src/agent)', () => {
+    const loop = [...files.keys()].filter((path) => path.startsWith('src/loop/'));
+    expect(loop).toContain('src/loop/run-agent-loop.ts');
+    expect(loop).toContain('src/loop/turn.ts');
+    const intoFacade = loop.flatMap((path) =>
+      files
+        .get(path)!
+        .local.filter((target) => target.startsWith('src/agent/'))
+        .map((target) => `${path} → ${target}`),
+    );
+    expect(intoFacade).toEqual([]);
+    // and the facade does use the loop (the direction is Agent → loop, not two unrelated folders)
+    expect(files.get('src/agent/agent-runs.ts')?.local).toContain('src/loop/run-agent-loop.ts');
   });
 
   it('keeps src/types free of our code and of every package but zod (and rxjs types)', () => {

@@ -15,7 +15,7 @@ import type { Principal } from '../types/principal.js';
 import type { RunLimits } from '../types/tool.js';
 import { checkMessage } from './input.js';
 import type { QueueMode } from './message-queues.js';
-import { validateRunSettings, type RunSettings } from './run-settings.js';
+import { validateRunSettings, type RunSettings } from '../loop/run-settings.js';
 
 /** Options of the {@link Agent} constructor; the seven hooks may be given directly. */
 export interface AgentOptions extends AgentHooks, RunSettings {

@@ -34,13 +34,13 @@ import { EventHub } from './event-hub.js';
 import { toMessage, toMessages, type InputLimits } from './input.js';
 import { MessageQueues } from './message-queues.js';
 import { resolveModel } from './resolve-model.js';
-import { registerProfile } from './agent-profile.js';
+import { registerProfile } from '../loop/agent-profile.js';
 import { forkThreadId, retryPrompts, type AgentForkOptions, type RetryFromOptions } from './retry-from.js';
-import { spendBoundOf } from './run-ledger.js';
+import { spendBoundOf } from '../loop/run-ledger.js';
 import { checkIdempotencyKey } from './input-keys.js';
-import { randomRunId } from './run-agent-loop.js';
-import { validateTools } from './run-settings.js';
-import { finalToolClash, outputPlanOf, strictCheck } from './output-plan.js';
+import { randomRunId } from '../loop/run-agent-loop.js';
+import { validateTools } from '../loop/run-settings.js';
+import { finalToolClash, outputPlanOf, strictCheck } from '../loop/output-plan.js';
 
 /**
  * A listener for {@link Agent.subscribe}; a returned Promise is not awaited (its rejection is reported), unless the

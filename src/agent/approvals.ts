@@ -9,7 +9,7 @@ import { AgentBusyError, InvalidInputError, InvalidStateError, StaleApprovalErro
 import { toolCallsOf, type AssistantMessage } from '../types/messages.js';
 import type { AgentStateStore } from './agent-state.js';
 import type { CheckpointSession } from './checkpoint-session.js';
-import type { ResumeAnswer, ResumeBatch } from './resume-batch.js';
+import type { ResumeAnswer, ResumeBatch } from '../loop/resume-batch.js';
 import type { StoredRequest } from './stored-extra.js';
 import type { InputKeyRecord } from './input-keys.js';
 

@@ -6,7 +6,7 @@ import { modelIncapability, type CapabilityRequest } from '../middleware/model-i
 import { ConfigurationError } from '../types/errors.js';
 import type { Model, ModelIncapability } from '../types/model.js';
 import type { OutputSpec } from '../types/output.js';
-import { outputExtras, outputPlanOf, outputSpecProblem } from './output-plan.js';
+import { outputExtras, outputPlanOf, outputSpecProblem } from '../loop/output-plan.js';
 
 /**
  * What {@link canServe} checks: a request's messages, system prompt, tools and options (a `ModelRequest` is one), and

@@ -9,7 +9,7 @@ import type { AgentEvent } from '../types/agent-events.js';
 import { CheckpointError, InvalidStateError, ThreadConflictError } from '../types/errors.js';
 import type { AgentStateStore } from './agent-state.js';
 import { toolCallsOf, type Message } from '../types/messages.js';
-import { interruptedToolResults } from './interrupted-tool-results.js';
+import { interruptedToolResults } from '../loop/interrupted-tool-results.js';
 import type { StoreBarrier } from './store-barrier.js';
 import { decodeStoredExtra, type StoredApprovals } from './stored-extra.js';
 

@@ -8,8 +8,8 @@ import { ConfigurationError, HookError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { AgentTool, AgentToolResult } from '../types/tool.js';
 import type { Agent } from './agent.js';
-import { profileOf } from './agent-profile.js';
-import { HANDOFF_SPEC, hostOf, type HandoffSpec } from './handoff-host.js';
+import { profileOf } from '../loop/agent-profile.js';
+import { HANDOFF_SPEC, hostOf, type HandoffSpec } from '../loop/handoff-host.js';
 
 /** What `onHandoff` is told when its handoff is taken. */
 export interface HandoffContext {

@@ -14,7 +14,7 @@ import {
 } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { isPromiseLike } from '../types/is-promise-like.js';
-import { runAgentLoop } from '../agent/run-agent-loop.js';
+import { runAgentLoop } from '../loop/run-agent-loop.js';
 import { composeMiddleware } from '../middleware/compose-middleware.js';
 import type { AgentHooks, ComposedHooks, Middleware, TurnEndContext } from '../middleware/types.js';
 import type { AgentEvent } from '../types/agent-events.js';

@@ -4,8 +4,8 @@ import { lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { BlobMissingError, EMPTY_USAGE, MemoryCheckpointer, type HookContext, type Message } from 'cubepi';
 import { FauxProvider, fauxMessage } from 'cubepi/testing';
-import { sideModelCall, type SideCallRun } from '../../src/agent/side-model-call.js';
-import { BlobResolver } from '../../src/agent/resolve-blobs.js';
+import { sideModelCall, type SideCallRun } from '../../src/loop/side-model-call.js';
+import { BlobResolver } from '../../src/loop/resolve-blobs.js';
 import { fakePdf, fileBlocks, pdfMessage } from './files.js';
 
 async function storedThread() {

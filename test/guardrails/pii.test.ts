@@ -1,15 +1,7 @@
 // The PII built-in against a table of positive and negative cases, its redaction, its check's verdicts, its options'
 // validation, and 1 MB of hostile input through every detector (linear time: it must simply finish).
 import { describe, expect, it } from 'vitest';
-import {
-  ConfigurationError,
-  detectPii,
-  ibanChecksumValid,
-  luhnValid,
-  piiCheck,
-  redactPii,
-  type PiiKind,
-} from 'cubepi';
+import { ConfigurationError, detectPii, ibanChecksumValid, luhnValid, piiCheck, redactPii, type PiiKind } from 'cubepi';
 
 const ALL: PiiKind[] = ['email', 'phone', 'card', 'iban', 'us_ssn', 'uk_nino', 'ipv4'];
 const context = () => ({ signal: new AbortController().signal });

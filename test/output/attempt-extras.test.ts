@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { findModel, type Model } from 'cubepi';
-import { attemptExtras, NO_EXTRAS } from '../../src/agent/attempt-extras.js';
-import { outputPlanOf } from '../../src/agent/output-plan.js';
-import type { RunState } from '../../src/agent/run-state.js';
+import { attemptExtras, NO_EXTRAS } from '../../src/loop/attempt-extras.js';
+import { outputPlanOf } from '../../src/loop/output-plan.js';
+import type { RunState } from '../../src/loop/run-state.js';
 
 const model: Model = { id: 'faux-tools', provider: 'faux' };
 const runWith = (output?: z.ZodType, tools: readonly unknown[] = []) =>

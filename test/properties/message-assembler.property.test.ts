@@ -20,7 +20,7 @@ import { OpenAIProvider, OpenAIResponsesProvider } from 'cubepi/providers/openai
 import { anthropicWireMapper } from '../../src/providers/anthropic-wire-mapper.js';
 import { completionsWireMapper } from '../../src/providers/openai-completions-wire-mapper.js';
 import { responsesWireMapper } from '../../src/providers/openai-responses-wire-mapper.js';
-import { StreamGuard } from '../../src/agent/stream-guard.js';
+import { StreamGuard } from '../../src/loop/stream-guard.js';
 import { RECORDINGS, recordedPayloads, recordingBodies, type RecordedApi } from '../providers/recordings.js';
 import { ReplayServer } from '../providers/replay-server.js';
 import { collectStream, expectWellFormed } from '../providers/stream-harness.js';

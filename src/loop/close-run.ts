@@ -44,8 +44,7 @@ export function closeRun(run: RunState, aborted: boolean, reason: unknown): void
   if (state.streaming !== undefined) {
     if (reason instanceof RunStopped && reason.outcome === 'stopped') retractStreamingMessage(run, state, reason);
     else endStreamingMessage(run, state, aborted, reason);
-  }
-  else if (state.response !== undefined) endSettledResponse(run, state);
+  } else if (state.response !== undefined) endSettledResponse(run, state);
 
   const assistant = state.assistant;
   if (assistant === undefined) {

@@ -4,7 +4,7 @@
  * @module
  */
 import type { ComposedHooks } from '../middleware/types.js';
-import type { HookError} from '../types/errors.js';
+import type { HookError } from '../types/errors.js';
 import { UnknownAgentError } from '../types/errors.js';
 import type { Message } from '../types/messages.js';
 import type { HookState } from '../types/state.js';
