@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import { filter, map } from 'rxjs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
@@ -12,7 +13,9 @@ import {
   inputGuardrail,
   MemoryCheckpointer,
   outputGuardrail,
+  textOf,
   toolGuardrail,
+  userMessage,
   type AgentEvent,
   type Checkpointer,
 } from 'cubepi';
@@ -182,5 +185,59 @@ describe('toolGuardrail: the result before the model sees it', () => {
     expect(seen).toContain('mail [email]');
     expect(seen).not.toContain('ann@example.com');
     expect(JSON.stringify(agent.state.messages)).not.toContain('ann@example.com');
+  });
+});
+
+describe("a guardrail's own model call", () => {
+  it('goes through the run: announced as a model_attempt of its own invocation, its usage in agent_end.usage', async () => {
+    const usage = (input: number, output: number) => ({
+      input,
+      output,
+      cacheRead: 0,
+      cacheWrite: 0,
+      reasoning: 0,
+      totalTokens: input + output,
+      cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+    });
+    // Blocking: the check's call is sent first, then the turn's own call (one scripted provider answers both, in order).
+    const provider = new FauxProvider({
+      responses: [fauxMessage('SAFE', { usage: usage(7, 1) }), fauxMessage('hello', { usage: usage(20, 3) })],
+    });
+    const seen: { text?: string; prompt?: string } = {};
+    const agent = new Agent({
+      provider,
+      model: { id: 'faux', provider: 'faux' },
+      middleware: [
+        inputGuardrail({
+          name: 'classifier',
+          mode: 'blocking',
+          text: (text, context) => {
+            expect(context.callModel).toBeTypeOf('function');
+            seen.prompt = text;
+            return context.callModel!({ systemPrompt: 'Answer SAFE or UNSAFE.', messages: [userMessage(text)] }).pipe(
+              filter((event) => event.type === 'done'),
+              map((event) => {
+                seen.text = textOf(event.message);
+                return event.message.content.some((b) => b.type === 'text' && b.text === 'SAFE')
+                  ? ('pass' as const)
+                  : { trip: true as const, reason: 'unsafe' };
+              }),
+            );
+          },
+        }),
+      ],
+    });
+    const events: AgentEvent[] = [];
+    agent.events$.subscribe((event) => events.push(event));
+    await agent.prompt('is this fine?');
+    expect(seen).toEqual({ prompt: 'is this fine?', text: 'SAFE' });
+    const attempts = events.filter((e) => e.type === 'model_attempt');
+    expect(attempts).toHaveLength(2);
+    // the check's call has an invocation of its own, not the turn's
+    expect(new Set(attempts.map((a) => a.invocationId)).size).toBe(2);
+    const end = events.find((e) => e.type === 'agent_end');
+    expect(end?.type === 'agent_end' && end.usage.input).toBe(27);
+    expect(end?.type === 'agent_end' && end.usage.output).toBe(4);
+    expect(agent.state.messages.map(textOf)).toEqual(['is this fine?', 'hello']);
   });
 });
