@@ -76,10 +76,19 @@ export function runGuardrailCheck(
     return () => {
       subscription.unsubscribe();
       ctx.signal.removeEventListener('abort', onAbort);
-      // The answer is no longer wanted (settled, timed out or cancelled): work the check started stops.
-      controller.abort();
+      // The answer is no longer wanted (settled, timed out or cancelled): work the check started stops. One reason for
+      // every check: `abort()` without one builds a DOMException (a stack trace) per check, most of a passing check's
+      // cost (bench/RESULTS.md, "Guardrail cost").
+      controller.abort(noLongerWanted());
     };
   });
+}
+
+let settledReason: unknown;
+
+/** The reason a check's signal carries when its answer is no longer wanted (created once). */
+function noLongerWanted(): unknown {
+  return (settledReason ??= new DOMException('The guardrail check is no longer wanted', 'AbortError'));
 }
 
 function checkedVerdict(name: string, verdict: unknown): GuardrailVerdict {
