@@ -321,8 +321,8 @@ export {
 export { TokenCalibration, type TokenEstimate } from './middleware/token-calibration.js';
 export { ContextBudget, type ContextBudgetOptions } from './middleware/context-budget.js';
 export { Compaction, DEFAULT_COMPACTION_INSTRUCTIONS, type CompactionOptions } from './middleware/compaction.js';
+export { factKey } from './types/store.js';
 export {
-  factKey,
   memory,
   MEMORY_EXTRACTION_PROMPT,
   renderMemory,

@@ -7,7 +7,7 @@ import { concatMap, defer, from, last, map, of, type Observable } from 'rxjs';
 import { textOf, type Message } from '../types/messages.js';
 import type { RunOutcome } from '../types/agent-events.js';
 import type { StatePatch } from '../types/state.js';
-import type { JsonValue, Namespace, SearchItem, Store } from '../types/store.js';
+import { factKey, type JsonValue, type Namespace, type SearchItem, type Store } from '../types/store.js';
 import type { HookContext } from './hook-context.js';
 import { sinkOf } from './hook-sink.js';
 import { serializeForSummary } from './serialize-for-summary.js';
@@ -169,14 +169,4 @@ function itemText(value: JsonValue): string {
     if (typeof text === 'string') return text;
   }
   return JSON.stringify(value);
-}
-
-/** A key for a fact: FNV-1a (64-bit, hex) of its normalised text, so the same fact is stored once. */
-export function factKey(text: string): string {
-  let hash = 0xcbf29ce484222325n;
-  for (const byte of new TextEncoder().encode(text.trim().toLowerCase())) {
-    hash ^= BigInt(byte);
-    hash = (hash * 0x100000001b3n) & 0xffffffffffffffffn;
-  }
-  return `fact-${hash.toString(16).padStart(16, '0')}`;
 }

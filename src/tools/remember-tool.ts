@@ -3,7 +3,7 @@
  * @module
  */
 import { z } from 'zod';
-import type { Namespace, Store } from '../types/store.js';
+import { factKey, type Namespace, type Store } from '../types/store.js';
 import type { AgentTool, ToolExecuteContext } from '../types/tool.js';
 import { defineTool } from './define-tool.js';
 
@@ -47,7 +47,7 @@ export function rememberTool(options: RememberToolOptions): AgentTool<typeof par
       if (namespace === undefined) throw new Error('no memory namespace for this run');
       await options.store.put(
         namespace,
-        key ?? rememberKey(fact),
+        key ?? factKey(fact),
         { text: fact.trim() },
         {
           ...(options.ttl === undefined ? {} : { ttl: options.ttl }),
@@ -56,14 +56,4 @@ export function rememberTool(options: RememberToolOptions): AgentTool<typeof par
       return 'Remembered.';
     },
   });
-}
-
-/** The key of a fact without one: FNV-1a (64-bit, hex) of its normalised text (the memory middleware's too). */
-function rememberKey(text: string): string {
-  let hash = 0xcbf29ce484222325n;
-  for (const byte of new TextEncoder().encode(text.trim().toLowerCase())) {
-    hash ^= BigInt(byte);
-    hash = (hash * 0x100000001b3n) & 0xffffffffffffffffn;
-  }
-  return `fact-${hash.toString(16).padStart(16, '0')}`;
 }

@@ -111,3 +111,16 @@ export interface Store {
   list(namespacePrefix: Namespace, options?: ListOptions): Promise<ListPage>;
   search(namespacePrefix: Namespace, options?: SearchOptions): Promise<readonly SearchItem[]>;
 }
+
+/**
+ * The key of a fact stored without one (the memory middleware's extraction, `rememberTool`): `fact-` and the 64-bit
+ * FNV-1a, in hex, of its text trimmed and lower-cased, so the same fact is stored once whichever path stores it.
+ */
+export function factKey(text: string): string {
+  let hash = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(text.trim().toLowerCase())) {
+    hash ^= BigInt(byte);
+    hash = (hash * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return `fact-${hash.toString(16).padStart(16, '0')}`;
+}

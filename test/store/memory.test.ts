@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   Agent,
+  factKey,
   MemoryCheckpointer,
   MemoryStore,
   memory,
@@ -144,6 +145,25 @@ describe('memory middleware', () => {
     await agent.prompt('one', { principal: { id: 'alice' } });
     await agent.prompt('two', { principal: { id: 'alice' } });
     expect((await store.list(['users', 'alice'])).items.map((i) => i.value)).toEqual([{ text: 'said: 2' }]);
+  });
+
+  it('a fact the remember tool stores and the same fact extracted after the run share one key (stored once)', async () => {
+    const store = new MemoryStore();
+    const agent = new Agent({
+      provider: new FauxProvider({
+        responses: [
+          fauxMessage([fauxToolCall('remember', { fact: 'Likes green tea.' }, { id: 'r1' })]),
+          fauxMessage('ok'),
+        ],
+      }),
+      model: 'faux',
+      tools: [rememberTool({ store, namespace: userNamespace })],
+      middleware: [memory({ store, namespace: userNamespace, extract: () => [{ text: '  likes GREEN tea.' }] })],
+    });
+    await agent.prompt('remember that', { principal: { id: 'alice' } });
+    const items = (await store.list(['users', 'alice'])).items;
+    expect(items.map((i) => i.key)).toEqual([factKey('Likes green tea.')]);
+    expect(factKey('  likes GREEN tea.')).toBe(factKey('Likes green tea.'));
   });
 
   it('the remember tool answers an error result (not a failed run) when there is no namespace', async () => {
