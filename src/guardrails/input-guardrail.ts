@@ -55,7 +55,7 @@ export interface InputGuardrailOptions {
  * A guardrail on the run's input, as a {@link Middleware} (put it in `middleware: [...]`): on the run's first model
  * call (turn 0; not on side calls such as a compaction's) it checks the trailing user messages of the request.
  *
- * Contract (each rule proven in `marbles/guardrails.spec.ts`, see docs/guardrails.md):
+ * Contract (each rule proven in `marbles/guardrails.marble.test.ts`, see docs/guardrails.md):
  * - `parallel` (default): the model call starts at once, beside the check; text deltas may stream while the check is
  *   pending, but the call's end is held, so no `message_end`, no storage and no tool starts before the check settled.
  * - a trip (or a timeout) unsubscribes from the model call (its HTTP request is aborted), emits `guardrail_tripped`

@@ -49,7 +49,7 @@ export interface OutputGuardrailOptions {
  * A guardrail on the run's final answers, as a {@link Middleware}: every turn's model call whose answer has no tool
  * calls and did not fail is checked when the model finished, before the loop sees the end of the call.
  *
- * Contract (proven in `marbles/guardrails.spec.ts` and `test/guardrails.test.ts`, see docs/guardrails.md):
+ * Contract (proven in `marbles/guardrails.marble.test.ts` and `test/guardrails.test.ts`, see docs/guardrails.md):
  * - the check settles before the answer's `message_end` and before anything of the answer is stored;
  * - a trip (or a timeout) emits `guardrail_tripped` (`action: 'stop'`), then `message_retracted` for the streamed
  *   answer, which is never stored nor shown as final; the run ends `stopped` (`agent_end.stoppedBy`) with a closing
