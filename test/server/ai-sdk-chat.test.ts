@@ -188,6 +188,35 @@ describe("the AI SDK's Chat to the end: regenerate and approvals", () => {
     expect(await storedMessages(served.base, 'regen-1')).toHaveLength(8);
   });
 
+  it('after a regenerate, an agent made again for the chat (evicted) is made for the fork', async () => {
+    const checkpointer = new MemoryCheckpointer();
+    const created: string[] = [];
+    const answer = (messages: readonly Message[]) => fauxMessage(`answer to ${messages.length}`);
+    const agent = (threadId: string) => {
+      created.push(threadId);
+      return new Agent({
+        provider: new FauxProvider({ responses: [answer, answer] }),
+        model: 'faux',
+        checkpointer,
+        threadId,
+      });
+    };
+    served = await serve({ agent, flushMs: 0, maxAgents: 1 });
+    const transport = new DefaultChatTransport({ api: `${served.base}/chat` });
+    const chat = new NodeChat({ id: 'evict-1', transport });
+    await chat.sendMessage({ text: 'one' });
+    await chat.regenerate();
+    expect(chat.error).toBeUndefined();
+    const other = new NodeChat({ id: 'evict-2', transport });
+    await other.sendMessage({ text: 'two' }); // evicts the agent of evict-1 (maxAgents: 1)
+    expect(created).toHaveLength(2);
+    const stored = (await (await fetch(`${served.base}/threads/evict-1`)).json()) as { messages: unknown[] };
+    expect(created).toHaveLength(3);
+    expect(created[2]).not.toBe('evict-1'); // the fork's id
+    expect((await checkpointer.load(created[2]!))!.messages).toHaveLength(2);
+    expect(stored.messages).toHaveLength(2);
+  });
+
   it('regenerate on a thread with no answer to retry is 409 and runs nothing', async () => {
     served = await serve({ agent: agentFactory().agent });
     const response = await fetch(`${served.base}/chat`, {
