@@ -1,7 +1,8 @@
 /**
  * Existing front ends' protocols on the agent server. The AI SDK's chat protocol, so a `useChat` front end (its
- * `DefaultChatTransport`) works against cubepi unchanged: `POST /chat` starts a run and answers with the UI message
- * stream; `GET /chat/:id/stream` resumes the thread's active run (`useChat({ resume: true })`). And AG-UI's: `POST
+ * `DefaultChatTransport`) works against cubepi unchanged: `POST /chat` starts a run (a prompt, `regenerate()`, or the
+ * answers of `addToolApprovalResponse`) and answers with the UI message stream; `GET /chat/:id/stream` resumes the
+ * thread's active run (`useChat({ resume: true })`). And AG-UI's: `POST
  * /ag-ui` takes a `RunAgentInput` and answers with the run's AG-UI events (CopilotKit's `HttpAgent`).
  * @module
  */

@@ -1,6 +1,7 @@
 // A `useChat` front end against a cubepi server, unchanged: the AI SDK's own DefaultChatTransport posts to /chat and
 // its own readUIMessageStream reads the answer; its abort (useChat's stop()) cancels the run; its reconnectToStream
-// (useChat({ resume: true })) replays the active run.
+// (useChat({ resume: true })) replays the active run. And the `ai` package's own Chat (AbstractChat, as
+// @ai-sdk/react's Chat without React) to the end: regenerate(), and addToolApprovalResponse with sendAutomaticallyWhen.
 import {
   AbstractChat,
   DefaultChatTransport,
