@@ -51,8 +51,8 @@ export type UIMessageStreamPart =
  * turn a step; text and thinking blocks stream as text and reasoning parts (ids `runId.turn.block`); tool calls as
  * tool parts: the input streamed then available (or an input error for arguments that were not JSON), a progress
  * update as a preliminary output, the result as the output (an error result as `tool-output-error`, a policy denial
- * as `tool-output-denied`), a call held for approval as `tool-approval-request` (answer it on the server with
- * `agent.respond`). A failed model call adds an `error` part; a cancelled run ends with `abort`, any other with
+ * as `tool-output-denied`), a call held for approval as `tool-approval-request` (its `approvalId` the request id: answer it on the
+ * server with `agent.respond`, or through `cubepi/server`'s `POST /chat` with the Chat's `addToolApprovalResponse`). A failed model call adds an `error` part; a cancelled run ends with `abort`, any other with
  * `finish` and its finish reason (`tool-calls` for a run suspended for approval).
  *
  * Only assistant output is streamed (the user's message is the client's). Errors and completion pass through.

@@ -4,17 +4,21 @@
  * it on Node's `http`, and `attachWebSocket` adds the same streams over WebSocket. See `docs/ui.md`.
  * @module
  */
+import { EMPTY, type Observable } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
-import type { UserMessage } from '../types/messages.js';
+import type { Message, UserMessage } from '../types/messages.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import type { RunOptions } from '../agent/agent-options.js';
 import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
   protocolStreamResponse,
   readAgUiRequest,
   readChatRequest,
+  type ChatApprovalAnswer,
   uiMessageStreamResponse,
 } from './front-end-protocols.js';
 import { FrameReader, ResumeGoneError } from './frame-pump.js';
@@ -134,11 +138,21 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
    * claimed (so a refused request claims nothing; a claim that fails — another's thread: 404 — frees the run's slot),
    * then started with the run's budget. Resolves with the run id (`null`: the run emitted nothing).
    */
-  async function startPrompt(
+  function startPrompt(
     principal: Principal,
     action: 'start_run' | 'chat' | 'ag_ui',
     threadId: string,
     input: string | UserMessage | readonly UserMessage[],
+  ): Promise<string | null> {
+    return startClaimed(principal, action, threadId, (agent, runOptions) => agent.prompt$(input, runOptions));
+  }
+
+  /** The run `open` starts on `threadId`, admitted and claimed as {@link startPrompt} says. */
+  async function startClaimed(
+    principal: Principal,
+    action: 'start_run' | 'chat' | 'ag_ui',
+    threadId: string,
+    open: (agent: Agent, runOptions: RunOptions) => Observable<AgentEvent>,
   ): Promise<string | null> {
     const budget = await admit(principal, action, threadId);
     let owner: string | null;
@@ -148,7 +162,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       void budget?.release();
       throw error;
     }
-    return registry.start(threadId, principal, owner, (agent, runOptions) => agent.prompt$(input, runOptions), budget);
+    return registry.start(threadId, principal, owner, open, budget);
   }
 
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
@@ -159,14 +173,60 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     return json(201, { runId, threadId });
   }
 
-  /** The AI SDK's `DefaultChatTransport` request: the chat id is the thread, the last user message the prompt. */
+  /**
+   * The AI SDK's `DefaultChatTransport` request; the chat id is the thread. A prompt (the last user message) starts a
+   * run; `regenerate-message` retries the thread's last answer (`agent.retryFrom$` from it: the agent moves to the
+   * fork, which the chat id names from then on); approval answers (the assistant's `approval-responded` tool parts)
+   * are given to the thread's pending requests, and the resumed run is streamed.
+   */
   async function chat(principal: Principal, request: Request): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
-    const { id, prompt } = readChatRequest(body, settings.maxFileBytes);
-    const threadId = checkThread(id);
-    const runId = await startPrompt(principal, 'chat', threadId, prompt);
+    const read = readChatRequest(body, settings.maxFileBytes);
+    const threadId = checkThread(read.id);
+    let runId: string | null;
+    let continues: string | undefined;
+    if (read.kind === 'prompt') runId = await startPrompt(principal, 'chat', threadId, read.prompt);
+    else if (read.kind === 'regenerate') {
+      runId = await startClaimed(principal, 'chat', threadId, (agent, runOptions) =>
+        agent.retryFrom$(lastAnswerSeq(agent.state.messages), undefined, runOptions),
+      );
+    } else {
+      runId = await answerChatApprovals(principal, threadId, read.answers);
+      continues = read.messageId;
+    }
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
-    return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs);
+    return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs, continues);
+  }
+
+  /**
+   * Gives `answers` to the thread's pending requests, one after the other (answers to requests no longer pending are
+   * skipped: a client resending an old answer), and resolves with the run the last answer of the batch resumed. 409
+   * `stale_approval` when none of them is pending, `invalid_state` when the batch still has requests open.
+   */
+  async function answerChatApprovals(
+    principal: Principal,
+    threadId: string,
+    answers: readonly ChatApprovalAnswer[],
+  ): Promise<string> {
+    const allowed = await ownership.onThread(principal, 'answer_approval', threadId);
+    if (allowed === undefined) throw new StaleApprovalError(answers[0]!.requestId, 'unknown');
+    let given = 0;
+    for (const { requestId, answer } of answers) {
+      const runId = await registry.start(
+        threadId,
+        principal,
+        allowed.owner,
+        (agent, runOptions) => {
+          if (!agent.pending.some((pending) => pending.requestId === requestId)) return EMPTY;
+          given += 1;
+          return agent.respond$(requestId, answer, runOptions);
+        },
+        await admit(principal, 'answer_approval', threadId),
+      );
+      if (runId !== null) return runId;
+    }
+    if (given === 0) throw new StaleApprovalError(answers[0]!.requestId, 'unknown');
+    throw new HttpError(409, 'invalid_state', 'the approvals were stored, but other requests of the batch are open');
   }
 
   /** AG-UI's `RunAgentInput` (CopilotKit's `HttpAgent`): the run's AG-UI events; the client leaving cancels it. */
@@ -307,6 +367,17 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     openRunStream,
     corsFor,
   };
+}
+
+/**
+ * The message a regenerate retries from: the first message after the thread's last user message (the answer to it,
+ * asked again), or that user message itself when nothing answered it yet (it is sent again). `InvalidStateError`
+ * (409) for a thread with no user message.
+ */
+function lastAnswerSeq(messages: readonly Message[]): number {
+  const user = messages.findLastIndex((message) => message.role === 'user');
+  if (user === -1) throw new InvalidStateError('regenerate: the thread has no user message to answer again');
+  return user + 1 < messages.length ? user + 1 : user;
 }
 
 function resolveSettings(options: AgentServerOptions): ServerSettings {

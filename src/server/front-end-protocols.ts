@@ -1,13 +1,15 @@
 /**
  * Existing front ends' protocols on the agent server. The AI SDK's chat protocol, so a `useChat` front end (its
- * `DefaultChatTransport`) works against cubepi unchanged: `POST /chat` starts a run and answers with the UI message
- * stream; `GET /chat/:id/stream` resumes the thread's active run (`useChat({ resume: true })`). And AG-UI's: `POST
+ * `DefaultChatTransport`) works against cubepi unchanged: `POST /chat` starts a run (a prompt, `regenerate()`, or the
+ * answers of `addToolApprovalResponse`) and answers with the UI message stream; `GET /chat/:id/stream` resumes the
+ * thread's active run (`useChat({ resume: true })`). And AG-UI's: `POST
  * /ag-ui` takes a `RunAgentInput` and answers with the run's AG-UI events (CopilotKit's `HttpAgent`).
  * @module
  */
-import { Subject, type OperatorFunction } from 'rxjs';
-import { toUIMessageStream } from '../../operators/to-ui-message-stream.js';
+import { defer, filter, map, pipe, Subject, type MonoTypeOperatorFunction, type OperatorFunction } from 'rxjs';
+import { toUIMessageStream, type UIMessageStreamPart } from '../../operators/to-ui-message-stream.js';
 import type { AgentEvent } from '../types/agent-events.js';
+import type { ApprovalAnswer } from '../types/approval.js';
 import type { UserContent } from '../types/content.js';
 import { userMessage, type UserMessage } from '../types/messages.js';
 import { DEFAULT_SERVER_MAX_FILE_BYTES } from './file-input.js';
@@ -35,34 +37,81 @@ function isEmpty(content: string | readonly UserContent[]): boolean {
 }
 
 /**
- * Reads a `DefaultChatTransport` body: the chat id is the thread, the last message (a user message) its prompt — its
- * text parts joined, or a user message of its text and file parts when it has files (see `chatContent`). The earlier
- * messages are the client's copy of the thread; the server's stored thread is what the agent sees. Throws 400 for
- * anything else (a `regenerate-message` trigger, a last message that is not the user's, a part that is not text or a
- * good file; 413 for a file over `maxFileBytes`).
+ * What a `DefaultChatTransport` body asks for: a new prompt (`submit-message` ending with a user message), the last
+ * answer again (`regenerate-message`: `Chat.regenerate()`), or the answers to approvals (`submit-message` ending with
+ * the assistant's message whose tool parts are `approval-responded`: `Chat.addToolApprovalResponse()` then the
+ * automatic resend).
  * @internal
  */
-export function readChatRequest(
-  body: unknown,
-  maxFileBytes: number = DEFAULT_SERVER_MAX_FILE_BYTES,
-): { readonly id: unknown; readonly prompt: string | UserMessage } {
+export type ChatRequest =
+  | { readonly kind: 'prompt'; readonly id: unknown; readonly prompt: string | UserMessage }
+  | { readonly kind: 'regenerate'; readonly id: unknown }
+  | {
+      readonly kind: 'approvals';
+      readonly id: unknown;
+      /** The id of the client's assistant message holding the approvals: the resumed run's stream continues it. */
+      readonly messageId: string | undefined;
+      readonly answers: readonly ChatApprovalAnswer[];
+    };
+
+/** One approval answered in a chat body: the cubepi request id (the UI part's `approval.id`) and the answer. @internal */
+export interface ChatApprovalAnswer {
+  readonly requestId: string;
+  readonly answer: ApprovalAnswer;
+}
+
+/**
+ * Reads a `DefaultChatTransport` body: the chat id is the thread. With the `submit-message` trigger (or none) and a
+ * last message of the user's, that message is the prompt — its text parts joined, or a user message of its text and
+ * file parts when it has files (see `chatContent`). With `regenerate-message`, the messages are ignored: the server
+ * retries its thread's last answer. A last message of the assistant's with tool parts in state `approval-responded`
+ * is the answers of those approvals (`approved: false` is a denial with the part's `reason`, or a default one). The
+ * earlier messages are the client's copy of the thread; the server's stored thread is what the agent sees. Throws
+ * 400 for anything else (another trigger, an assistant message with no answered approval, a part that is not text or
+ * a good file; 413 for a file over `maxFileBytes`).
+ * @internal
+ */
+export function readChatRequest(body: unknown, maxFileBytes: number = DEFAULT_SERVER_MAX_FILE_BYTES): ChatRequest {
   const { id, messages, trigger } = (body ?? {}) as { id?: unknown; messages?: unknown; trigger?: unknown };
+  if (trigger === 'regenerate-message') return { kind: 'regenerate', id };
   if (trigger !== undefined && trigger !== 'submit-message') {
     throw new HttpError(
       400,
       'invalid_input',
-      `only the submit-message trigger is supported, got ${JSON.stringify(trigger)}`,
+      `only the submit-message and regenerate-message triggers are supported, got ${JSON.stringify(trigger)}`,
     );
   }
   const last = Array.isArray(messages)
-    ? (messages.at(-1) as { role?: unknown; parts?: unknown } | undefined)
+    ? (messages.at(-1) as { id?: unknown; role?: unknown; parts?: unknown } | undefined)
     : undefined;
+  if (last?.role === 'assistant' && Array.isArray(last.parts)) {
+    const answers = approvalAnswers(last.parts);
+    const messageId = typeof last.id === 'string' && last.id !== '' ? last.id : undefined;
+    if (answers.length > 0) return { kind: 'approvals', id, messageId, answers };
+    throw new HttpError(400, 'invalid_input', "the last message is the assistant's and answers no approval");
+  }
   if (last?.role !== 'user' || !Array.isArray(last.parts)) {
     throw new HttpError(400, 'invalid_input', 'the body must be {"id", "messages"} ending with a user message');
   }
   const content = chatContent(last.parts, `messages[${(messages as unknown[]).length - 1}]`, maxFileBytes);
   if (isEmpty(content)) throw new HttpError(400, 'invalid_input', 'the last user message has no text');
-  return { id, prompt: promptOf(content) };
+  return { kind: 'prompt', id, prompt: promptOf(content) };
+}
+
+/** The approvals answered in an assistant message's parts: its tool parts in state `approval-responded`. */
+function approvalAnswers(parts: readonly unknown[]): ChatApprovalAnswer[] {
+  const answers: ChatApprovalAnswer[] = [];
+  for (const part of parts) {
+    const { state, approval } = (part ?? {}) as { state?: unknown; approval?: unknown };
+    if (state !== 'approval-responded') continue;
+    const { id, approved, reason } = (approval ?? {}) as { id?: unknown; approved?: unknown; reason?: unknown };
+    if (typeof id !== 'string' || id === '' || typeof approved !== 'boolean') {
+      throw new HttpError(400, 'invalid_input', 'an approval-responded part needs approval {"id", "approved"}');
+    }
+    const denial = typeof reason === 'string' && reason !== '' ? reason : 'The user denied the call';
+    answers.push({ requestId: id, answer: approved ? { approve: true } : { deny: denial } });
+  }
+  return answers;
 }
 
 /**
@@ -92,7 +141,8 @@ export function readAgUiRequest(
 /**
  * The run's UI message stream as an SSE response (header `x-vercel-ai-ui-message-stream: v1`, `data: [DONE]` at the
  * end), read from the run's log from its first frame. `cancelOnLeave`: the client that started the run leaving cancels
- * it (`useChat`'s `stop()` aborts the request); a resumed stream's client leaving does not.
+ * it (`useChat`'s `stop()` aborts the request); a resumed stream's client leaving does not. `continues`: the id of the
+ * client's assistant message a run resumed from approvals goes on (see {@link continuingMessage}).
  * @internal
  */
 export function uiMessageStreamResponse(
@@ -100,11 +150,41 @@ export function uiMessageStreamResponse(
   runId: string,
   cancelOnLeave: boolean,
   heartbeatMs: number,
+  continues?: string,
 ): Response {
-  return protocolStreamResponse(registry, runId, { cancelOnLeave, heartbeatMs }, toUIMessageStream(), {
+  const parts = continues === undefined ? toUIMessageStream() : pipe(toUIMessageStream(), continuingMessage(continues));
+  return protocolStreamResponse(registry, runId, { cancelOnLeave, heartbeatMs }, parts, {
     headers: { 'x-vercel-ai-ui-message-stream': 'v1' },
     trailer: 'data: [DONE]\n\n',
   });
+}
+
+/**
+ * The UI message stream of a run resumed from approvals as the rest of the client's assistant message `messageId`
+ * (the one whose tool parts hold the approvals), as the AI SDK's own server continues it: `start` names that message
+ * (with the run's id the Chat would begin a second assistant message), and the resumed batch's turn — the run's first
+ * step, which only runs the held calls — is not a step of its own, so the calls' outputs land in the tool parts of the
+ * step that asked for them (the Chat looks a tool part up in the current step only).
+ *
+ * ```text
+ * start(run) start-step  tool-input-available tool-output-available  finish-step  start-step text… finish-step finish
+ * start(id)              tool-input-available tool-output-available               start-step text… finish-step finish
+ * ```
+ * @internal
+ */
+export function continuingMessage(messageId: string): MonoTypeOperatorFunction<UIMessageStreamPart> {
+  return (source) =>
+    defer(() => {
+      let firstStep: 'before' | 'in' | 'after' = 'before';
+      return source.pipe(
+        filter((part) => {
+          if (part.type === 'start-step' && firstStep === 'before') return ((firstStep = 'in'), false);
+          if (part.type === 'finish-step' && firstStep === 'in') return ((firstStep = 'after'), false);
+          return true;
+        }),
+        map((part) => (part.type === 'start' ? { ...part, messageId } : part)),
+      );
+    });
 }
 
 /**

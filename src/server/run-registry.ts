@@ -48,6 +48,11 @@ export class RunRegistry {
   private readonly runs = new Map<string, ServedRun>();
   private readonly activeByThread = new Map<string, string>();
   private readonly agents = new Map<string, Promise<Agent>>();
+  /**
+   * The fork each served thread id now names, when a run moved its agent to one (`retryFrom`: a regenerate): an agent
+   * made again for the thread (after eviction) is made for the fork, so the id keeps serving the newest branch.
+   */
+  private readonly heads = new Map<string, string>();
   /** The ended runs still retained, oldest first, with their forget timer and size. */
   private readonly retained = new Map<string, { timer: ReturnType<typeof setTimeout>; bytes: number }>();
   private retainedBytes = 0;
@@ -61,7 +66,8 @@ export class RunRegistry {
   agentFor(threadId: string, principal: Principal): Promise<Agent> {
     let agent = this.agents.get(threadId);
     if (agent === undefined) {
-      agent = Promise.resolve().then(() => this.options.agent(threadId, principal));
+      const head = this.heads.get(threadId) ?? threadId;
+      agent = Promise.resolve().then(() => this.options.agent(head, principal));
       // A factory that failed is asked again next time.
       agent.catch(() => this.agents.delete(threadId));
       this.agents.set(threadId, agent);
@@ -145,6 +151,7 @@ export class RunRegistry {
       const finish = (frame: { kind: 'end' } | { kind: 'error'; error: WireError }) => {
         holder.closed = true;
         this.live.delete(holder);
+        if (agent.threadId !== undefined && agent.threadId !== threadId) this.heads.set(threadId, agent.threadId);
         void budget?.release();
         if (served === undefined) return;
         served.log.append({ ...frame, seq: seq + 1, runId: served.log.runId });
@@ -207,6 +214,7 @@ export class RunRegistry {
     this.runs.clear();
     this.activeByThread.clear();
     this.agents.clear();
+    this.heads.clear();
   }
 
   private release(threadId: string, runId: string): void {
