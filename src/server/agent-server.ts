@@ -5,6 +5,7 @@
  * @module
  */
 import type { Agent } from '../agent/agent.js';
+import type { RunOptions } from '../agent/agent-options.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
@@ -23,6 +24,8 @@ import type { AccessAction } from './access.js';
 import { createLimiter, type ServerLimitsOptions } from './limiter.js';
 import { MemoryLimitStore } from './memory-limit-store.js';
 import { createOwnership } from './ownership.js';
+import { RunLog } from './run-log.js';
+import { withServerRun } from './lost-run.js';
 import { RunRegistry } from './run-registry.js';
 import { threadOwners } from './thread-owners.js';
 import { userInput } from './user-input.js';
@@ -48,7 +51,13 @@ export interface AgentServerOptions extends ServingOptions {
    * options (`ctx.principal` for hooks and tools).
    */
   readonly agent: (threadId: string, principal: Principal) => Agent | Promise<Agent>;
-  /** Lists threads for `GET /threads` (without it, the threads whose agent is in memory). */
+  /**
+   * The agents' checkpointer. Lists threads for `GET /threads` (without it, the threads whose agent is in memory),
+   * and makes a restart mid-run recoverable: before a thread's agent is created, a run that a previous process started
+   * on it and never ended is closed in the thread (`interrupted` tool results, an `aborted` assistant message), and a
+   * resume of that run ends with a `run_lost` frame instead of 404 (docs/ui.md, "Restart mid-run"). Assumes this
+   * server is the only process serving its threads (several processes: `createQueueServer`).
+   */
   readonly checkpointer?: Checkpointer | undefined;
   /**
    * Text, thinking and tool-argument deltas are merged for the wire over this many milliseconds (default 16; 0 merges
@@ -87,7 +96,12 @@ export interface AgentServer extends HttpAgentServer {
   /** @internal The registry, for the Node adapters. */
   readonly registry: RunRegistry;
   /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
-  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => Promise<FrameReader>;
+  readonly openRunStream: (
+    runId: string,
+    lastEventId: string | null,
+    principal: Principal,
+    threadHint?: string | null,
+  ) => Promise<FrameReader>;
 }
 
 /**
@@ -114,6 +128,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     maxAgents: options.maxAgents ?? 1000,
     maxRetainedRuns: options.maxRetainedRuns ?? 1000,
     maxRetainedBytes: options.maxRetainedBytes ?? 64 * 1_048_576,
+    checkpointer: options.checkpointer,
   });
   const limiter = createLimiter(
     'createAgentServer',
@@ -148,7 +163,13 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
       void budget?.release();
       throw error;
     }
-    return registry.start(threadId, principal, owner, (agent, runOptions) => agent.prompt$(input, runOptions), budget);
+    // With a checkpointer, the run's id goes into the thread with its prompt (its metadata, `cubepi:run`), so that a process started after
+    // this one dies mid-run knows the run started and never ended (docs/ui.md, "Restart mid-run").
+    const runId = `run_${globalThis.crypto.randomUUID().replaceAll('-', '')}`;
+    // Without a checkpointer nothing survives a restart: the prompt goes in as given.
+    const tagged = options.checkpointer === undefined ? input : withServerRun(input, runId);
+    const open = (agent: Agent, runOptions: RunOptions) => agent.prompt$(tagged, { ...runOptions, runId });
+    return registry.start(threadId, principal, owner, open, budget);
   }
 
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
@@ -261,10 +282,30 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   /**
    * A reader of the run's frames after `Last-Event-ID` (or `?after=`) for `principal`: 404 for an unknown run or one
-   * it may not watch (the same answer), 410 when gone.
+   * it may not watch (the same answer), 410 when gone. A run this process does not have, which its thread (found
+   * when the thread was opened, or `threadHint`: the `thread` query parameter) shows started and never ended, is
+   * answered with one `lost` frame: the run's stored messages.
    */
-  async function openRunStream(runId: string, lastEventId: string | null, principal: Principal): Promise<FrameReader> {
+  async function openRunStream(
+    runId: string,
+    lastEventId: string | null,
+    principal: Principal,
+    threadHint?: string | null,
+  ): Promise<FrameReader> {
     const run = registry.runInfo(runId);
+    if (run === undefined) {
+      const after = resumePosition(lastEventId);
+      const hint = threadHint === null || threadHint === undefined ? undefined : checkThread(threadHint);
+      if (hint === undefined || (await ownership.onThread(principal, 'read_thread', hint)) !== undefined) {
+        const lost = await registry.lostRun(runId, hint, principal);
+        if (lost !== undefined && (await ownership.onThread(principal, 'read_thread', lost.threadId)) !== undefined) {
+          const log = new RunLog(runId, lost.threadId, { maxFrames: 2 });
+          // One past what the client saw, so a client that read part of the run still takes it.
+          log.append({ kind: 'lost', seq: after + 1, runId, threadId: lost.threadId, messages: lost.messages });
+          return new FrameReader(log, after, settings.heartbeatMs);
+        }
+      }
+    }
     if (run === undefined || !(await ownership.onRun(principal, 'watch_run', run))) {
       throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
     }
@@ -281,7 +322,12 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   async function streamRun(principal: Principal, request: Request, url: URL, runId: string): Promise<Response> {
     return sseStreamResponse(
-      await openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
+      await openRunStream(
+        runId,
+        request.headers.get('last-event-id') ?? url.searchParams.get('after'),
+        principal,
+        url.searchParams.get('thread'),
+      ),
     );
   }
 

@@ -461,7 +461,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
           next: (frame) => {
             if (frame.kind === 'event') subscriber.next(frame.event);
             else if (frame.kind === 'end') subscriber.complete();
-            else {
+            else if (frame.kind === 'error') {
               subscriber.error(
                 new RunQueueError('run_failed', runId, `run ${runId} failed: ${frame.error.message}`, frame.error),
               );
