@@ -201,12 +201,17 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));
   }
 
-  /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
+  /**
+   * `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204 (also
+   * for a run lost with a previous process: its thread is closed first, and holds the run's stored messages).
+   */
   async function resumeChat(principal: Principal, threadId: string): Promise<Response> {
     // A thread the caller may not read answers as one with no active run.
     if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
       return new Response(null, { status: 204 });
     }
+    // Opening the thread closes a run a previous process lost on it: the chat then reloads a well-formed thread.
+    await registry.agentFor(threadId, principal);
     const active = registry.activeRun(threadId);
     if (active === undefined) return new Response(null, { status: 204 });
     return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
