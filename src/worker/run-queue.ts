@@ -465,6 +465,9 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
               subscriber.error(
                 new RunQueueError('run_failed', runId, `run ${runId} failed: ${frame.error.message}`, frame.error),
               );
+            } else {
+              // A queue never writes `lost` (only createAgentServer does): ended all the same, as a failure.
+              subscriber.error(new RunQueueError('run_failed', runId, `run ${runId} was lost`));
             }
           },
           error: (error: unknown) => subscriber.error(error),

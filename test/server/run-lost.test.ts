@@ -155,6 +155,11 @@ describe.each(['sse', 'websocket'] as const)('a server restarted mid-run (%s)', 
     expect(error).toBeInstanceOf(RunLostError);
     expect((error as RunLostError).messages.map((m) => m.role)).toEqual(['user', 'assistant']);
     expect(error).not.toBeInstanceOf(AgentServerError);
+    // The server opened the thread: it knows the lost run's thread without `?thread=` now.
+    const unhinted = await lastValueFrom(
+      fromAgentEvents(runEventsUrl(second.served.base, 'run_lost1', transport), options),
+    ).catch((e: unknown) => e);
+    expect(unhinted).toBeInstanceOf(RunLostError);
 
     await lastValueFrom(startRun(second.served.base, 't2', 'Anyone?', options).pipe(toArray()));
     const stored = (await checkpointer.load('t2'))!.messages;
