@@ -19,7 +19,10 @@ export function random(seed: number): () => number {
 export function cuttingFetch(next: () => number, connections: { count: number }, maxBytes = 4000): typeof fetch {
   return async (input, init) => {
     const response = await fetch(input, init);
-    if (!String(input instanceof Request ? input.url : input).endsWith('/events') || response.body === null) {
+    if (
+      !new URL(String(input instanceof Request ? input.url : input)).pathname.endsWith('/events') ||
+      response.body === null
+    ) {
       return response;
     }
     connections.count++;

@@ -10,6 +10,9 @@ import { CheckpointError, InvalidStateError, ThreadConflictError } from '../type
 import type { AgentStateStore } from './agent-state.js';
 import { toolCallsOf, type Message } from '../types/messages.js';
 import { interruptedToolResults } from '../loop/interrupted-tool-results.js';
+
+/** The repair a restore makes (results for the calls of an unfinished batch), for cubepi/server's lost runs. */
+export { interruptedToolResults };
 import type { StoreBarrier } from './store-barrier.js';
 import { decodeStoredExtra, type StoredApprovals } from './stored-extra.js';
 

@@ -2,6 +2,7 @@
  * The errors of `cubepi/client`.
  * @module
  */
+import type { Message } from '../types/messages.js';
 
 /** The server refused a request: its HTTP status and the `code` and `message` of its JSON error body. */
 export class AgentServerError extends Error {
@@ -54,6 +55,30 @@ export class RemoteRunError extends Error {
     this.runId = runId;
     this.code = error.code;
     this.remoteName = error.name;
+  }
+}
+
+/**
+ * The server no longer has the run because its process stopped mid-run (a restart on the same checkpointer): the run
+ * never finished and never will. `code` is `run_lost`; `messages` are the run's messages as the thread stored them
+ * (its user message, what it stored before the stop, then the closing messages the server added: `interrupted`
+ * results for unanswered tool calls and an `aborted` assistant message), so a UI can show what survived. The thread
+ * is repaired: prompt it again (or ask the model to continue) to go on. Not retryable: watching again gives the same.
+ */
+export class RunLostError extends RemoteRunError {
+  declare readonly code: 'run_lost';
+  readonly threadId: string;
+  readonly messages: readonly Message[];
+
+  constructor(runId: string, threadId: string, messages: readonly Message[]) {
+    super(runId, {
+      name: 'RunLostError',
+      code: 'run_lost',
+      message: `run ${runId} was lost: the server stopped before it finished`,
+    });
+    this.name = 'RunLostError';
+    this.threadId = threadId;
+    this.messages = messages;
   }
 }
 

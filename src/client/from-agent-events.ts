@@ -11,6 +11,7 @@ import {
   AgentServerError,
   LimitExceededError,
   RemoteRunError,
+  RunLostError,
   StreamBrokenError,
   type LimitErrorCode,
 } from './errors.js';
@@ -70,7 +71,9 @@ type Connect = (after: number, onFrame: (frame: WireFrame) => void, signal: Abor
  *   {@link RetryOptions}) asking for what comes after the last seq it delivered: no event is lost or repeated.
  * - **Ends with the run.** Completes after the run's last event when the run completed (or at once when `after` is
  *   at or past the run's end: SSE 204, a WebSocket's normal close); errors with
- *   {@link RemoteRunError} when it failed on the server, {@link AgentServerError} when the server refuses the stream
+ *   {@link RemoteRunError} when it failed on the server, {@link RunLostError} (a `RemoteRunError`, code `run_lost`)
+ *   when the server restarted mid-run and the run will never finish (the run's stored messages on it; the thread is
+ *   repaired and takes a new prompt), {@link AgentServerError} when the server refuses the stream
  *   (401 token, 404 unknown or expired run, 410 resume point no longer held), {@link StreamBrokenError} after
  *   `maxAttempts` failed connections in a row or on a frame it cannot read.
  * - **Watching only.** Unsubscribing closes the connection and nothing else: the run goes on (to cancel a run you
@@ -109,6 +112,7 @@ export function fromAgentEvents(url: string, options: AgentEventsOptions = {}): 
         done = true;
         controller?.abort();
         if (frame.kind === 'end') subscriber.complete();
+        else if (frame.kind === 'lost') subscriber.error(new RunLostError(frame.runId, frame.threadId, frame.messages));
         else subscriber.error(new RemoteRunError(frame.runId, frame.error));
       }
     };

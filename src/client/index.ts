@@ -9,6 +9,7 @@ export {
   AgentServerError,
   LimitExceededError,
   RemoteRunError,
+  RunLostError,
   StreamBrokenError,
   type LimitErrorCode,
 } from './errors.js';

@@ -128,9 +128,19 @@ export interface RemoteThreadInfo {
   readonly owner?: string;
 }
 
-/** The URL of a run's events on the server at `baseUrl`, for {@link fromAgentEvents}. */
-export function runEventsUrl(baseUrl: string, runId: string, transport: 'sse' | 'websocket' = 'sse'): string {
+/**
+ * The URL of a run's events on the server at `baseUrl`, for {@link fromAgentEvents}. With `threadId` (the run's
+ * thread, as `thread=`), a server restarted mid-run finds the run in that thread's checkpoint and ends the stream with
+ * `RunLostError` rather than 404.
+ */
+export function runEventsUrl(
+  baseUrl: string,
+  runId: string,
+  transport: 'sse' | 'websocket' = 'sse',
+  threadId?: string,
+): string {
   const url = new URL(`runs/${encodeURIComponent(runId)}/events`, withSlash(absolute(baseUrl)));
+  if (threadId !== undefined) url.searchParams.set('thread', threadId);
   if (transport === 'websocket') url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
   return url.toString();
 }
@@ -139,7 +149,7 @@ export function runEventsUrl(baseUrl: string, runId: string, transport: 'sse' | 
 function ownedRun(
   baseUrl: string,
   options: RunClientOptions,
-  begin: () => Promise<{ runId: string | null }>,
+  begin: () => Promise<{ runId: string | null; threadId?: string }>,
 ): Observable<SequencedEvent> {
   return new Observable<SequencedEvent>((subscriber) => {
     let left = false;
@@ -156,7 +166,7 @@ function ownedRun(
         }
         // The POST resolved after the subscriber left: the run started anyway, so cancel it.
         if (left) return void cancelRun(baseUrl, runId, options).catch(() => undefined);
-        inner = fromAgentEvents(runEventsUrl(baseUrl, runId, options.transport), options).subscribe({
+        inner = fromAgentEvents(runEventsUrl(baseUrl, runId, options.transport, started.threadId), options).subscribe({
           next: (event) => subscriber.next(event),
           error: (error: unknown) => {
             ended = true;
@@ -186,13 +196,13 @@ async function post(
   path: string,
   body: unknown,
   options: ClientOptions,
-): Promise<{ runId: string | null }> {
+): Promise<{ runId: string | null; threadId?: string }> {
   const response = await request(baseUrl, path, options, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  return (await response.json()) as { runId: string | null };
+  return (await response.json()) as { runId: string | null; threadId?: string };
 }
 
 async function request(baseUrl: string, path: string, options: ClientOptions, init: RequestInit): Promise<Response> {

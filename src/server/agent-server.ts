@@ -6,12 +6,12 @@
  */
 import { EMPTY, type Observable } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
+import type { RunOptions } from '../agent/agent-options.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message, UserMessage } from '../types/messages.js';
 import type { AgentEvent } from '../types/agent-events.js';
-import type { RunOptions } from '../agent/agent-options.js';
 import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
 import {
@@ -27,6 +27,8 @@ import type { AccessAction } from './access.js';
 import { createLimiter, type ServerLimitsOptions } from './limiter.js';
 import { MemoryLimitStore } from './memory-limit-store.js';
 import { createOwnership } from './ownership.js';
+import { RunLog } from './run-log.js';
+import { withServerRun } from './lost-run.js';
 import { RunRegistry } from './run-registry.js';
 import { threadOwners } from './thread-owners.js';
 import { userInput } from './user-input.js';
@@ -52,7 +54,13 @@ export interface AgentServerOptions extends ServingOptions {
    * options (`ctx.principal` for hooks and tools).
    */
   readonly agent: (threadId: string, principal: Principal) => Agent | Promise<Agent>;
-  /** Lists threads for `GET /threads` (without it, the threads whose agent is in memory). */
+  /**
+   * The agents' checkpointer. Lists threads for `GET /threads` (without it, the threads whose agent is in memory),
+   * and makes a restart mid-run recoverable: before a thread's agent is created, a run that a previous process started
+   * on it and never ended is closed in the thread (`interrupted` tool results, an `aborted` assistant message), and a
+   * resume of that run ends with a `run_lost` frame instead of 404 (docs/ui.md, "Restart mid-run"). Assumes this
+   * server is the only process serving its threads (several processes: `createQueueServer`).
+   */
   readonly checkpointer?: Checkpointer | undefined;
   /**
    * Text, thinking and tool-argument deltas are merged for the wire over this many milliseconds (default 16; 0 merges
@@ -91,7 +99,12 @@ export interface AgentServer extends HttpAgentServer {
   /** @internal The registry, for the Node adapters. */
   readonly registry: RunRegistry;
   /** @internal The run stream of `GET /runs/:id/events` (the Node adapter serves it without Fetch objects). */
-  readonly openRunStream: (runId: string, lastEventId: string | null, principal: Principal) => Promise<FrameReader>;
+  readonly openRunStream: (
+    runId: string,
+    lastEventId: string | null,
+    principal: Principal,
+    threadHint?: string | null,
+  ) => Promise<FrameReader>;
 }
 
 /**
@@ -118,6 +131,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     maxAgents: options.maxAgents ?? 1000,
     maxRetainedRuns: options.maxRetainedRuns ?? 1000,
     maxRetainedBytes: options.maxRetainedBytes ?? 64 * 1_048_576,
+    checkpointer: options.checkpointer,
   });
   const limiter = createLimiter(
     'createAgentServer',
@@ -144,7 +158,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     threadId: string,
     input: string | UserMessage | readonly UserMessage[],
   ): Promise<string | null> {
-    return startClaimed(principal, action, threadId, (agent, runOptions) => agent.prompt$(input, runOptions));
+    // With a checkpointer, the run's id goes into the thread with its prompt (its metadata, `cubepi:run`), so that a
+    // process started after this one dies mid-run knows the run started and never ended (docs/ui.md, "Restart mid-run").
+    const runId = `run_${globalThis.crypto.randomUUID().replaceAll('-', '')}`;
+    // Without a checkpointer nothing survives a restart: the prompt goes in as given.
+    const tagged = options.checkpointer === undefined ? input : withServerRun(input, runId);
+    return startClaimed(principal, action, threadId, (agent, runOptions) =>
+      agent.prompt$(tagged, { ...runOptions, runId }),
+    );
   }
 
   /** The run `open` starts on `threadId`, admitted and claimed as {@link startPrompt} says. */
@@ -240,12 +261,17 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));
   }
 
-  /** `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204. */
+  /**
+   * `useChat({ resume: true })` after a reload: the active run's UI message stream from its start, else 204 (also
+   * for a run lost with a previous process: its thread is closed first, and holds the run's stored messages).
+   */
   async function resumeChat(principal: Principal, threadId: string): Promise<Response> {
     // A thread the caller may not read answers as one with no active run.
     if ((await ownership.onThread(principal, 'read_thread', threadId)) === undefined) {
       return new Response(null, { status: 204 });
     }
+    // Opening the thread closes a run a previous process lost on it: the chat then reloads a well-formed thread.
+    await registry.agentFor(threadId, principal);
     const active = registry.activeRun(threadId);
     if (active === undefined) return new Response(null, { status: 204 });
     return uiMessageStreamResponse(registry, active.runId, false, settings.heartbeatMs);
@@ -321,10 +347,30 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   /**
    * A reader of the run's frames after `Last-Event-ID` (or `?after=`) for `principal`: 404 for an unknown run or one
-   * it may not watch (the same answer), 410 when gone.
+   * it may not watch (the same answer), 410 when gone. A run this process does not have, which its thread (found
+   * when the thread was opened, or `threadHint`: the `thread` query parameter) shows started and never ended, is
+   * answered with one `lost` frame: the run's stored messages.
    */
-  async function openRunStream(runId: string, lastEventId: string | null, principal: Principal): Promise<FrameReader> {
+  async function openRunStream(
+    runId: string,
+    lastEventId: string | null,
+    principal: Principal,
+    threadHint?: string | null,
+  ): Promise<FrameReader> {
     const run = registry.runInfo(runId);
+    if (run === undefined) {
+      const after = resumePosition(lastEventId);
+      const hint = threadHint === null || threadHint === undefined ? undefined : checkThread(threadHint);
+      if (hint === undefined || (await ownership.onThread(principal, 'read_thread', hint)) !== undefined) {
+        const lost = await registry.lostRun(runId, hint, principal);
+        if (lost !== undefined && (await ownership.onThread(principal, 'read_thread', lost.threadId)) !== undefined) {
+          const log = new RunLog(runId, lost.threadId, { maxFrames: 2 });
+          // One past what the client saw, so a client that read part of the run still takes it.
+          log.append({ kind: 'lost', seq: after + 1, runId, threadId: lost.threadId, messages: lost.messages });
+          return new FrameReader(log, after, settings.heartbeatMs);
+        }
+      }
+    }
     if (run === undefined || !(await ownership.onRun(principal, 'watch_run', run))) {
       throw new HttpError(404, 'unknown_run', `no run ${runId} (unknown, or ended too long ago)`);
     }
@@ -341,7 +387,12 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   async function streamRun(principal: Principal, request: Request, url: URL, runId: string): Promise<Response> {
     return sseStreamResponse(
-      await openRunStream(runId, request.headers.get('last-event-id') ?? url.searchParams.get('after'), principal),
+      await openRunStream(
+        runId,
+        request.headers.get('last-event-id') ?? url.searchParams.get('after'),
+        principal,
+        url.searchParams.get('thread'),
+      ),
     );
   }
 

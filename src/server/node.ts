@@ -102,6 +102,7 @@ async function serveRunEvents(
       runId,
       (Array.isArray(lastEventId) ? lastEventId[0] : lastEventId) ?? url.searchParams.get('after'),
       principal,
+      url.searchParams.get('thread'),
     );
   } catch (error) {
     const response = errorResponse(error);
@@ -247,7 +248,12 @@ export async function attachWebSocket(
       }
       let reader: RunStreamReader;
       try {
-        reader = await server.openRunStream(runId, url.searchParams.get('after'), principal);
+        reader = await server.openRunStream(
+          runId,
+          url.searchParams.get('after'),
+          principal,
+          url.searchParams.get('thread'),
+        );
       } catch (error) {
         if (error instanceof HttpError) return refuse(error.status, REASONS[error.status] ?? 'Error');
         return refuse(500, 'Internal Server Error');

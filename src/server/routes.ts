@@ -91,11 +91,13 @@ export interface HttpAgentServer {
    * @internal The run stream of `GET /runs/:id/events` (the Node adapters serve it without Fetch objects): a reader
    * of the frames after `lastEventId`, for `principal` (authenticated by `settings.access`). Throws (or rejects with)
    * an `HttpError`: 404 unknown run (or one `principal` may not watch), 400 bad position, 410 resume point gone.
+   * `threadHint` (the `thread` query parameter) is where a run lost with a previous process is looked for.
    */
   readonly openRunStream: (
     runId: string,
     lastEventId: string | null,
     principal: Principal,
+    threadHint?: string | null,
   ) => RunStreamReader | Promise<RunStreamReader>;
   /** @internal The CORS headers for a request from `origin`, when it is allowed. */
   readonly corsFor: (origin: string | null) => Record<string, string> | undefined;

@@ -5,6 +5,8 @@
  */
 import type { Observable, Subscription } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
+import type { Checkpointer } from '../checkpoint/checkpointer.js';
+import type { Message } from '../types/messages.js';
 import type { RunOptions } from '../agent/agent-options.js';
 import { numberEvents } from '../../operators/number-events.js';
 import { throttleDeltas } from '../../operators/throttle-deltas.js';
@@ -13,6 +15,7 @@ import type { RunBudget } from '../types/limits.js';
 import type { Principal } from '../types/principal.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { toWireError, type WireError } from '../wire/frames.js';
+import { closeLostRun, findLostRun } from './lost-run.js';
 import { RunLog } from './run-log.js';
 
 /** What the registry needs from the server's options. */
@@ -26,6 +29,19 @@ export interface RunRegistryOptions {
   readonly maxRetainedRuns: number;
   /** Frame bytes of ended runs kept at most (the oldest forgotten first; the latest run is always kept). */
   readonly maxRetainedBytes: number;
+  /**
+   * The agents' checkpointer: a thread is checked for a run lost with a previous process (and closed) before its agent
+   * is created. Without it, nothing is repaired and no run is ever `run_lost`.
+   */
+  readonly checkpointer?: Checkpointer | undefined;
+}
+
+/** A run this process does not have, found lost in its thread's checkpoint. */
+export interface LostRunInfo {
+  readonly runId: string;
+  readonly threadId: string;
+  /** The run's stored messages: its user message, what it stored, and the closing messages. */
+  readonly messages: readonly Message[];
 }
 
 interface ServedRun {
@@ -58,6 +74,8 @@ export class RunRegistry {
   private retainedBytes = 0;
   /** The subscriptions of live runs (unsubscribed by `close`). */
   private readonly live = new Set<LiveRun>();
+  /** Runs found lost when their thread was opened, with their thread (so a resume needs no thread hint). */
+  private readonly lostThreads = new Map<string, string>();
   private closed = false;
 
   constructor(private readonly options: RunRegistryOptions) {}
@@ -67,7 +85,9 @@ export class RunRegistry {
     let agent = this.agents.get(threadId);
     if (agent === undefined) {
       const head = this.heads.get(threadId) ?? threadId;
-      agent = Promise.resolve().then(() => this.options.agent(head, principal));
+      agent = Promise.resolve()
+        .then(() => this.closeLostRun(head))
+        .then(() => this.options.agent(head, principal));
       // A factory that failed is asked again next time.
       agent.catch(() => this.agents.delete(threadId));
       this.agents.set(threadId, agent);
@@ -78,6 +98,40 @@ export class RunRegistry {
       this.agents.set(threadId, agent);
     }
     return agent;
+  }
+
+  /**
+   * Before a thread's agent exists in this process: when the thread's last server run started and never ended (the
+   * process that ran it stopped), its closing messages are appended (`closeLostRun`), so the agent restores a
+   * well-formed transcript and the next prompt follows a closed turn. The run is remembered as lost.
+   */
+  private async closeLostRun(threadId: string): Promise<void> {
+    const checkpointer = this.options.checkpointer;
+    if (checkpointer === undefined) return;
+    const data = await checkpointer.load(threadId);
+    if (data === null) return;
+    const lost = findLostRun(data.messages, data.extra);
+    if (lost === undefined) return;
+    if (lost.open) {
+      await checkpointer.append(threadId, closeLostRun(data.messages, lost.runId), { expectedSeq: data.seq });
+    }
+    this.lostThreads.set(lost.runId, threadId);
+  }
+
+  /**
+   * A run this process does not have but the checkpoint shows started and never ended (closed since as lost): its
+   * thread (the one it was found in, else `threadHint`) and stored messages. `undefined` for a run unknown there too.
+   * Opens the thread's agent first (which closes a lost run).
+   */
+  async lostRun(runId: string, threadHint: string | undefined, principal: Principal): Promise<LostRunInfo | undefined> {
+    const checkpointer = this.options.checkpointer;
+    const threadId = this.lostThreads.get(runId) ?? threadHint;
+    if (checkpointer === undefined || threadId === undefined || this.runs.has(runId)) return undefined;
+    await this.agentFor(threadId, principal);
+    const data = await checkpointer.load(threadId);
+    const lost = data === null ? undefined : findLostRun(data.messages, data.extra, runId);
+    if (data === null || lost === undefined || lost.open) return undefined;
+    return { runId, threadId, messages: data.messages.slice(lost.from, lost.to) };
   }
 
   /** The run's thread and owner (live, or ended and still retained). */

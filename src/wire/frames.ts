@@ -4,6 +4,7 @@
  * @module
  */
 import type { SequencedEvent } from '../types/agent-events.js';
+import type { Message } from '../types/messages.js';
 
 export type { SequencedEvent };
 
@@ -12,11 +13,23 @@ export type { SequencedEvent };
  * `end` frame (the run's Observable completed) or `error` frame (it failed: the error's `name`, `message` and, for
  * cubepi's typed errors, `code`). Terminal frames have a `seq` too (one past the last event's), so a client that
  * reconnects after the run ended still learns how it ended.
+ *
+ * A `lost` frame ends the stream of a run the server no longer has because its process stopped mid-run (a restart):
+ * the thread's checkpoint shows the run started and never ended. It carries the thread and the run's messages as
+ * stored (its user message, what it stored before the stop, and the closing messages the server added: `interrupted`
+ * tool results, an `aborted` assistant message). See docs/ui.md ("Restart mid-run").
  */
 export type WireFrame =
   | { readonly kind: 'event'; readonly seq: number; readonly event: SequencedEvent }
   | { readonly kind: 'end'; readonly seq: number; readonly runId: string }
-  | { readonly kind: 'error'; readonly seq: number; readonly runId: string; readonly error: WireError };
+  | { readonly kind: 'error'; readonly seq: number; readonly runId: string; readonly error: WireError }
+  | {
+      readonly kind: 'lost';
+      readonly seq: number;
+      readonly runId: string;
+      readonly threadId: string;
+      readonly messages: readonly Message[];
+    };
 
 /** A run's failure as it travels: enough to rebuild a typed error on the client. */
 export interface WireError {
@@ -29,7 +42,8 @@ export interface WireError {
  * The JSON text of one frame as a WebSocket message, and the `data:` of its SSE record:
  * - an event: the {@link SequencedEvent} itself (SSE event name `message`, the default);
  * - `end`: `{"type":"run_end","runId":…,"seq":…}` (SSE event name `end`);
- * - `error`: `{"type":"run_error","runId":…,"seq":…,"error":{…}}` (SSE event name `error`).
+ * - `error`: `{"type":"run_error","runId":…,"seq":…,"error":{…}}` (SSE event name `error`);
+ * - `lost`: `{"type":"run_lost","runId":…,"threadId":…,"seq":…,"messages":[…]}` (SSE event name `lost`).
  * @internal
  */
 export function frameJson(frame: WireFrame): string {
@@ -40,6 +54,14 @@ export function frameJson(frame: WireFrame): string {
       return JSON.stringify({ type: 'run_end', runId: frame.runId, seq: frame.seq });
     case 'error':
       return JSON.stringify({ type: 'run_error', runId: frame.runId, seq: frame.seq, error: frame.error });
+    case 'lost':
+      return JSON.stringify({
+        type: 'run_lost',
+        runId: frame.runId,
+        threadId: frame.threadId,
+        seq: frame.seq,
+        messages: frame.messages,
+      });
   }
 }
 
@@ -62,6 +84,12 @@ export function parseFrame(text: string): WireFrame | undefined {
   }
   const runId = typeof record.runId === 'string' ? record.runId : '';
   if (record.type === 'run_end') return { kind: 'end', seq: record.seq, runId };
+  if (record.type === 'run_lost') {
+    const lost = value as { threadId?: unknown; messages?: unknown };
+    const threadId = typeof lost.threadId === 'string' ? lost.threadId : '';
+    const messages = Array.isArray(lost.messages) ? (lost.messages as Message[]) : [];
+    return { kind: 'lost', seq: record.seq, runId, threadId, messages };
+  }
   if (record.type === 'run_error') {
     const error = (record.error ?? {}) as { name?: unknown; message?: unknown; code?: unknown };
     return {

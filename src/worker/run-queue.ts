@@ -461,10 +461,13 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
           next: (frame) => {
             if (frame.kind === 'event') subscriber.next(frame.event);
             else if (frame.kind === 'end') subscriber.complete();
-            else {
+            else if (frame.kind === 'error') {
               subscriber.error(
                 new RunQueueError('run_failed', runId, `run ${runId} failed: ${frame.error.message}`, frame.error),
               );
+            } else {
+              // A queue never writes `lost` (only createAgentServer does): ended all the same, as a failure.
+              subscriber.error(new RunQueueError('run_failed', runId, `run ${runId} was lost`));
             }
           },
           error: (error: unknown) => subscriber.error(error),
