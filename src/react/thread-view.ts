@@ -204,10 +204,14 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
       emit();
     };
 
+    // Deferred a microtask: an action called from the first (synchronous) emission runs once `loaded` exists.
     const whenLoaded = (then: () => void) =>
-      void loaded.then((ok) => {
-        if (ok && !closed) then();
-      });
+      queueMicrotask(
+        () =>
+          void loaded.then((ok) => {
+            if (ok && !closed) then();
+          }),
+      );
 
     function send(input: string | Message | readonly Message[]): void {
       whenLoaded(() => {
