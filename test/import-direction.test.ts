@@ -116,6 +116,8 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/wire': ['src/wire', 'src/types'],
   // cubepi/client runs in browsers: the wire protocol and types only.
   'src/client': ['src/client', 'src/wire', 'src/types'],
+  // cubepi/react: hooks over cubepi/client and the UI operators (React an optional peer, imported here only).
+  'src/react': ['src/react', 'src/client', 'src/wire', 'src/types', 'operators'],
   // cubepi/server serves agents: coalesces and numbers their events with the operators, reads threads.
   'src/server': ['src/server', 'src/wire', 'src/types', 'operators', 'src/agent', 'src/checkpoint'],
   // cubepi/worker runs on PostgreSQL: stores and reads the wire frames of cubepi/server (the run-event log), and runs
@@ -243,6 +245,7 @@ describe('import direction', () => {
     'src/providers/kit.ts',
     'src/tracing/index.ts',
     'src/client/index.ts',
+    'src/react/index.ts',
   ])('%s reaches no node: module and no vendor SDK (it runs in browsers and edge runtimes)', (entry) => {
     const reached = [...closure(entry)].flatMap((path) =>
       (files.get(path)?.bare ?? [])
@@ -265,6 +268,14 @@ describe('import direction', () => {
       expect(reached).toEqual([]);
     },
   );
+
+  it('imports react only under src/react (cubepi/react: react is an optional peer), and that entry does', () => {
+    const importers = [...files].flatMap(([path, { bare, typeOnly }]) =>
+      [...bare, ...typeOnly].some((specifier) => /^react(-dom)?(\/|$)/.test(specifier)) ? [path] : [],
+    );
+    expect(importers.filter((path) => !path.startsWith('src/react/'))).toEqual([]);
+    expect([...closure('src/react/index.ts')].some((path) => importers.includes(path))).toBe(true);
+  });
 
   it('finds the tracing entry importing @opentelemetry/api (the check above works)', () => {
     const reached = [...closure('src/tracing/index.ts')].flatMap((path) => files.get(path)?.bare ?? []);

@@ -1,0 +1,283 @@
+/**
+ * `threadView$`: one thread of a cubepi server as the state a chat view renders, with the actions that change it.
+ * The Observable under {@link useThread}; React-free.
+ * @module
+ */
+import { Observable, Subject, type Subscription } from 'rxjs';
+import { assembleMessages } from '../../operators/assemble-messages.js';
+import { throttleDeltas } from '../../operators/throttle-deltas.js';
+import { toolActivity, type ToolActivity } from '../../operators/tool-activity.js';
+import { cancelRun, getThread, respond, runEventsUrl, startRun, type RunClientOptions } from '../client/runs.js';
+import { fromAgentEvents } from '../client/from-agent-events.js';
+import type { AgentEvent } from '../types/agent-events.js';
+import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
+import type { Message } from '../types/messages.js';
+import type { SequencedEvent } from '../wire/frames.js';
+
+/** Options of {@link useThread} and {@link threadView$}. */
+export interface ThreadOptions extends RunClientOptions {
+  /** Where the server's routes live, e.g. `/api/agent` (relative to the page) or `https://app.example.com/api`. */
+  readonly baseUrl: string;
+  readonly threadId: string;
+  /** Deltas arriving within this many ms are merged into one re-render (`throttleDeltas`; default 16: a frame). */
+  readonly throttleMs?: number | undefined;
+}
+
+/**
+ * - `loading`: reading the thread (`GET /threads/:id`).
+ * - `idle`: no run is streaming.
+ * - `running`: a run's events are streaming (one this view started, or the thread's active run it found at load).
+ * - `reconnecting`: a run's stream broke and is being resumed (SSE only; no event is lost or repeated).
+ * - `error`: the thread could not be read or a run failed; `error` says why. The next `send` clears it.
+ */
+export type ThreadStatus = 'loading' | 'idle' | 'running' | 'reconnecting' | 'error';
+
+/** A tool call waiting for a person's answer, with the three answers bound to it. */
+export interface PendingApproval extends ApprovalRequest {
+  /** Runs the call as it is (`{ approve: true }`). */
+  approve(): void;
+  /** Refuses it; the model is told `reason`. */
+  deny(reason: string): void;
+  /** Runs it with `args` instead. */
+  edit(args: Readonly<Record<string, unknown>>): void;
+}
+
+/** What a chat view renders of a thread, and its actions. A new frozen object at each change. */
+export interface ThreadView {
+  readonly status: ThreadStatus;
+  /** The thread's messages, the streaming one updated in place (`assembleMessages`, structurally shared). */
+  readonly messages: readonly Message[];
+  /** Tool calls running or held (`toolActivity`). */
+  readonly toolActivity: readonly ToolActivity[];
+  /** The thread's open approval requests (those found at load and those raised since), in the order raised. */
+  readonly pendingApprovals: readonly PendingApproval[];
+  /** The run streaming now (once its first event arrived), or `null`. */
+  readonly runId: string | null;
+  /** Why `status` is `error` (an `AgentServerError`, `RemoteRunError`, `StreamBrokenError`…), else `undefined`. */
+  readonly error: unknown;
+  /**
+   * Starts a run with `input`, owned by this view: leaving the view (unsubscribing, unmounting) cancels it. Waits for
+   * the thread to be loaded. A send while a run is active is refused by the server (status `error`, 409).
+   */
+  send(input: string | Message | readonly Message[]): void;
+  /** Cancels the run streaming now, whoever started it (`DELETE /runs/:id`); its final events still arrive. */
+  stop(): void;
+}
+
+const noop = () => undefined;
+
+/** The view before anything is known: status `loading`, no messages; its actions do nothing. */
+export const LOADING_VIEW: ThreadView = Object.freeze({
+  status: 'loading',
+  messages: Object.freeze([]),
+  toolActivity: Object.freeze([]),
+  pendingApprovals: Object.freeze([]),
+  runId: null,
+  error: undefined,
+  send: noop,
+  stop: noop,
+});
+
+const EVENTS_PATH = /\/runs\/[^/]+\/events(\?|$)/;
+
+/**
+ * The thread `threadId` of the server at `baseUrl`, as a {@link ThreadView} per change. Cold: subscribing reads the
+ * thread (its stored messages and pending approvals) and, when it has an active run, watches it from its start.
+ *
+ * Ownership decides what leaving cancels. Runs this subscription started (`send`, and the resumed runs of `approve`,
+ * `deny`, `edit`) are cancelled on the server when it unsubscribes before they ended (`startRun`/`respond`); a run it
+ * only watches (another tab's or another user's) is left running. `stop()` is explicit and cancels either.
+ * Never errors: failures are `status: 'error'` with `error`.
+ *
+ * @example
+ * threadView$({ baseUrl: '/api/agent', threadId: 't1' }).subscribe((view) => render(view));
+ */
+export function threadView$(options: ThreadOptions): Observable<ThreadView> {
+  const { baseUrl, threadId } = options;
+  return new Observable<ThreadView>((subscriber) => {
+    const events = new Subject<AgentEvent>();
+    const runs = new Set<Subscription>();
+    const pipelines: Subscription[] = [];
+    let status: ThreadStatus = 'loading';
+    let error: unknown;
+    let messages: readonly Message[] = LOADING_VIEW.messages;
+    let activity: readonly ToolActivity[] = LOADING_VIEW.toolActivity;
+    const requests = new Map<string, ApprovalRequest>();
+    let approvals: readonly PendingApproval[] = LOADING_VIEW.pendingApprovals;
+    let runId: string | null = null;
+    let streaming = 0;
+    let reconnecting = false;
+    let closed = false;
+    const eventUrls = new Map<string, number>();
+
+    // Every run stream's connection attempts go through here: a second attempt at one run's events is a reconnect.
+    const baseFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    const watchingFetch: typeof fetch = (input, init) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      if (EVENTS_PATH.test(url)) {
+        const attempts = (eventUrls.get(url) ?? 0) + 1;
+        eventUrls.set(url, attempts);
+        if (attempts > 1 && !reconnecting) {
+          reconnecting = true;
+          emit();
+        }
+      }
+      return baseFetch(input, init);
+    };
+    const client: RunClientOptions = { ...options, fetch: watchingFetch };
+
+    const currentStatus = (): ThreadStatus =>
+      status === 'loading' || status === 'error'
+        ? status
+        : streaming > 0
+          ? reconnecting
+            ? 'reconnecting'
+            : 'running'
+          : 'idle';
+    const emit = () => {
+      if (closed) return;
+      subscriber.next(
+        Object.freeze({
+          status: currentStatus(),
+          messages,
+          toolActivity: activity,
+          pendingApprovals: approvals,
+          runId,
+          error,
+          send,
+          stop,
+        }),
+      );
+    };
+    const setApprovals = () => {
+      approvals = Object.freeze([...requests.values()].map(bind));
+    };
+    const bind = (request: ApprovalRequest): PendingApproval =>
+      Object.freeze({
+        ...request,
+        approve: () => answer(request.requestId, { approve: true }),
+        deny: (reason: string) => answer(request.requestId, { deny: reason }),
+        edit: (args: Readonly<Record<string, unknown>>) => answer(request.requestId, { edit: args }),
+      });
+    const fail = (cause: unknown) => {
+      status = 'error';
+      error = cause;
+      emit();
+    };
+
+    /** Streams a run's events into the view until it ends; `owned` runs are cancelled when the view is left. */
+    const follow = (run$: Observable<SequencedEvent>) => {
+      streaming++;
+      let done = false;
+      let subscription: Subscription | undefined = undefined;
+      const finish = () => {
+        if (done) return;
+        done = true;
+        streaming--;
+        reconnecting = false;
+        if (subscription !== undefined) runs.delete(subscription);
+        if (streaming === 0) runId = null;
+      };
+      subscription = run$.subscribe({
+        next: (event) => {
+          if (event.type === 'agent_start') runId = event.runId;
+          if (event.type === 'approval_requested') {
+            const { type: _type, runId: _runId, ...request } = event;
+            requests.set(event.requestId, request);
+            setApprovals();
+          }
+          const wasReconnecting = reconnecting;
+          reconnecting = false;
+          events.next(event);
+          if (wasReconnecting || event.type === 'agent_start' || event.type === 'approval_requested') emit();
+        },
+        error: (cause: unknown) => {
+          finish();
+          fail(cause);
+        },
+        complete: () => {
+          finish();
+          emit();
+        },
+      });
+      if (!done) runs.add(subscription);
+      emit();
+    };
+
+    // Deferred a microtask: an action called from the first (synchronous) emission runs once `loaded` exists.
+    const whenLoaded = (then: () => void) =>
+      queueMicrotask(
+        () =>
+          void loaded.then((ok) => {
+            if (ok && !closed) then();
+          }),
+      );
+
+    function send(input: string | Message | readonly Message[]): void {
+      whenLoaded(() => {
+        if (status === 'error') {
+          status = 'idle';
+          error = undefined;
+        }
+        follow(startRun(baseUrl, threadId, input, client));
+      });
+    }
+    function answer(requestId: string, reply: ApprovalAnswer): void {
+      whenLoaded(() => {
+        if (!requests.delete(requestId)) return;
+        setApprovals();
+        follow(respond(baseUrl, threadId, requestId, reply, client));
+      });
+    }
+    function stop(): void {
+      const id = runId;
+      if (id !== null) {
+        void cancelRun(baseUrl, id, client).catch(fail);
+        return;
+      }
+      // Not started yet (its POST in flight): leaving its stream cancels it once the server names it.
+      for (const run of [...runs]) run.unsubscribe();
+      runs.clear();
+      streaming = 0;
+      reconnecting = false;
+      emit();
+    }
+
+    emit();
+    const loaded: Promise<boolean> = getThread(baseUrl, threadId, client).then(
+      (thread) => {
+        if (closed) return false;
+        status = 'idle';
+        for (const request of thread.pending) requests.set(request.requestId, request);
+        setApprovals();
+        pipelines.push(
+          events.pipe(throttleDeltas(options.throttleMs ?? 16), assembleMessages(thread.messages)).subscribe((next) => {
+            messages = next;
+            emit();
+          }),
+          events.pipe(toolActivity()).subscribe((next) => {
+            activity = next;
+            emit();
+          }),
+        );
+        // Watch the run already going (started elsewhere): from its start, after the messages stored before it.
+        if (thread.activeRunId !== null) {
+          runId = thread.activeRunId;
+          follow(fromAgentEvents(runEventsUrl(baseUrl, thread.activeRunId, options.transport), client));
+        } else emit();
+        return true;
+      },
+      (cause: unknown) => {
+        fail(cause);
+        return false;
+      },
+    );
+
+    return () => {
+      closed = true;
+      for (const run of [...runs]) run.unsubscribe();
+      for (const pipeline of pipelines) pipeline.unsubscribe();
+      events.complete();
+    };
+  });
+}
