@@ -55,6 +55,7 @@ export { supervise, type Manager, type ManagerContext, type Worker } from './age
 export type { ResumeAnswer, ResumeBatch } from './loop/resume-batch.js';
 export type { RunSettings } from './loop/run-settings.js';
 export { defineTool, validateToolArguments, type ToolSpec, type ValidationOutcome } from './tools/define-tool.js';
+export { clientTool, type ClientToolSpec } from './tools/client-tool.js';
 // The rest of the provider kit (fromSdkStream, error classification, the argument parsers) is `cubepi/providers/kit`;
 // the assembler stays here too, where providers written before the kit import it from.
 export { MessageAssembler, type MessageAssemblerInit } from './providers/message-assembler.js';

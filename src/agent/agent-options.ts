@@ -12,7 +12,7 @@ import type { Model, ReasoningSetting } from '../types/model.js';
 import type { OutputSpec } from '../types/output.js';
 import type { Provider } from '../types/provider.js';
 import type { Principal } from '../types/principal.js';
-import type { RunLimits } from '../types/tool.js';
+import type { AnyAgentTool, RunLimits } from '../types/tool.js';
 import { checkMessage } from './input.js';
 import type { QueueMode } from './message-queues.js';
 import { validateRunSettings, type RunSettings } from '../loop/run-settings.js';
@@ -85,6 +85,13 @@ export interface RunOptions {
    * the runs its sub-agents start. Absent for a run nobody in particular asked for.
    */
   readonly principal?: Principal | undefined;
+  /**
+   * Tools this run has besides the agent's, for this run only (sent to the model with the agent's, every turn): e.g. a
+   * front end's client tools (`clientTool`; AG-UI's `RunAgentInput.tools`). Validated as `setTools` validates; a name
+   * the agent's tools already have is an `InvalidInputError`. A run resumed later does not keep them: give them again
+   * (a held client tool call is answered with `{ output }` whether or not its tool is given).
+   */
+  readonly tools?: readonly AnyAgentTool[] | undefined;
   /** This run's reasoning setting (overrides the agent's `reasoning`; see `RunSettings.reasoning`). */
   readonly reasoning?: ReasoningSetting | undefined;
   /**

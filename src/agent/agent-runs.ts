@@ -25,7 +25,7 @@ import type { ResumeBatch } from '../loop/resume-batch.js';
 import { StoreBarrier } from './store-barrier.js';
 import { issuesText } from '../loop/output-answer.js';
 import { finalToolClash, outputPlanOf, strictCheck } from '../loop/output-plan.js';
-import { outputSettingsProblem } from '../loop/run-settings.js';
+import { outputSettingsProblem, validateTools } from '../loop/run-settings.js';
 import { randomRunId, runAgentLoopOn, startAgentLoop, type RunAgentLoopOptions } from '../loop/run-agent-loop.js';
 import { checkIdempotencyKey, inputRecordOf, withInputRecord } from './input-keys.js';
 import { settled } from './execution-result.js';
@@ -180,6 +180,16 @@ export class AgentRuns {
     }
     if (this.current !== undefined || this.forking) throw busy('prompt');
     this.checkOutput(options);
+    if (options?.tools !== undefined) {
+      validateTools(options.tools, (what) => {
+        throw new InvalidInputError(`RunOptions.tools: ${what}`);
+      });
+      const own = new Set(this.agent.store.tools.map((tool) => tool.name));
+      const clash = options.tools.find((tool) => own.has(tool.name));
+      if (clash !== undefined) {
+        throw new InvalidInputError(`RunOptions.tools: the agent already has a tool named "${clash.name}"`);
+      }
+    }
     if (options?.deadlineMs !== undefined && !(options.deadlineMs > 0)) {
       throw new InvalidInputError('deadlineMs must be a positive number of milliseconds');
     }
@@ -444,8 +454,11 @@ export class AgentRuns {
       prompts: input.prompts,
       resume: input.resume,
       systemPrompt: active?.systemPrompt ?? store.systemPrompt,
-      tools: active?.getTools() ?? store.tools,
-      getTools: active?.getTools ?? this.getTools,
+      tools: withRunTools(active?.getTools() ?? store.tools, options?.tools),
+      getTools:
+        options?.tools === undefined
+          ? (active?.getTools ?? this.getTools)
+          : () => withRunTools((active?.getTools ?? this.getTools)(), options.tools),
       hooks: handoffs?.hooks ?? middleware.hooks,
       wrappers: active?.middleware.wrappers ?? middleware.wrappers,
       handoffs: handoffs?.host,
@@ -496,4 +509,12 @@ function outputError(end: AgentEndEvent | undefined, messages: readonly Message[
       ? `The run's answer is not a value of the output schema after ${failure.attempts} attempts:\n${issuesText(failure.issues)}`
       : `The run ended ${outcome} before the model gave its answer`;
   return new OutputError(message, failure.reason, outcome, failure.issues, failure.attempts, [...messages]);
+}
+
+/** The agent's tools and a run's own (`RunOptions.tools`), for that run. */
+function withRunTools(
+  tools: readonly AnyAgentTool[],
+  runTools: readonly AnyAgentTool[] | undefined,
+): readonly AnyAgentTool[] {
+  return runTools === undefined || runTools.length === 0 ? tools : [...tools, ...runTools];
 }

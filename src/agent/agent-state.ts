@@ -263,7 +263,7 @@ export class AgentStateStore {
 
 /** An approval request without the event's fields. */
 function requestOf(request: ApprovalRequest): ApprovalRequest {
-  const { requestId, toolCallId, toolName, args, reason, payload, expiresAt } = request;
+  const { requestId, toolCallId, toolName, args, reason, payload, expiresAt, clientTool } = request;
   return {
     requestId,
     toolCallId,
@@ -272,6 +272,7 @@ function requestOf(request: ApprovalRequest): ApprovalRequest {
     reason,
     ...(payload === undefined ? {} : { payload }),
     ...(expiresAt === undefined ? {} : { expiresAt }),
+    ...(clientTool === true ? { clientTool } : {}),
   };
 }
 

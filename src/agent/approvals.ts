@@ -5,6 +5,7 @@
  */
 import { validateToolArguments } from '../tools/define-tool.js';
 import type { ApprovalAnswer } from '../types/approval.js';
+import type { ImageContent, TextContent } from '../types/content.js';
 import { AgentBusyError, InvalidInputError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import { toolCallsOf, type AssistantMessage } from '../types/messages.js';
 import type { AgentStateStore } from './agent-state.js';
@@ -120,11 +121,27 @@ export class Approvals {
     };
   }
 
-  /** An answer checked: one of its three forms, edited arguments valid for the tool. */
+  /**
+   * An answer checked: one of its four forms, edited arguments valid for the tool; `output` only for a client tool's
+   * request, and a client tool's request only `output` or `deny` (every call gets exactly one result, the client's).
+   */
   private async checkAnswer(request: StoredRequest, answer: ApprovalAnswer): Promise<ApprovalAnswer> {
-    const value = answer as Partial<Record<'approve' | 'deny' | 'edit', unknown>> | null;
+    const value = answer as Partial<Record<'approve' | 'deny' | 'edit' | 'output', unknown>> | null;
     if (typeof value !== 'object' || value === null) throw malformed();
     const keys = Object.keys(value);
+    if ('output' in value) {
+      if (request.clientTool !== true) {
+        throw new InvalidInputError(
+          `${request.requestId} is not a client tool's call (${request.toolName}): answer it with approve, deny or edit, not output`,
+        );
+      }
+      return checkOutput(request, value);
+    }
+    if (request.clientTool === true && typeof value.deny !== 'string') {
+      throw new InvalidInputError(
+        `${request.requestId} is a call of the client tool ${request.toolName}: answer it with { output } or { deny }`,
+      );
+    }
     const remember = (value as { remember?: unknown }).remember;
     if (value.approve === true && keys.length === 2 && remember === 'thread') return { approve: true, remember };
     if (keys.length !== 1) throw malformed();
@@ -145,8 +162,31 @@ export class Approvals {
 
 function malformed(): InvalidInputError {
   return new InvalidInputError(
-    "An approval answer is { approve: true, remember?: 'thread' }, { deny: reason } or { edit: args }",
+    "An approval answer is { approve: true, remember?: 'thread' }, { deny: reason }, { edit: args } or, for a client " +
+      'tool, { output, isError? }',
   );
+}
+
+/** A client tool's output checked: text, or text and image blocks; `isError` a boolean when given. */
+function checkOutput(request: StoredRequest, value: Record<string, unknown>): ApprovalAnswer {
+  const { output, isError } = value;
+  const keys = Object.keys(value).filter((key) => key !== 'output' && key !== 'isError');
+  const blocks =
+    typeof output === 'string' ||
+    (Array.isArray(output) &&
+      output.every((block: unknown) => {
+        const b = (block ?? {}) as Record<string, unknown>;
+        if (b.type === 'text') return typeof b.text === 'string';
+        return b.type === 'image' && typeof b.data === 'string' && typeof b.mimeType === 'string';
+      }));
+  if (!blocks || keys.length > 0 || (isError !== undefined && typeof isError !== 'boolean')) {
+    throw new InvalidInputError(
+      `The output of ${request.requestId} must be { output: text or text/image blocks, isError?: boolean }`,
+    );
+  }
+  const content =
+    typeof output === 'string' ? output : (output as (TextContent | ImageContent)[]).map((block) => ({ ...block }));
+  return isError === true ? { output: content, isError: true } : { output: content };
 }
 
 function busy(): AgentBusyError {

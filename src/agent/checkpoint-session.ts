@@ -152,7 +152,7 @@ export class CheckpointSession {
       const request = requests.get(toolCallId);
       if (request === undefined) return false;
       const answer = request.answer;
-      if (answer === undefined || 'deny' in answer) return true;
+      if (answer === undefined || 'deny' in answer || 'output' in answer) return true;
       return tools.get(request.toolName)?.idempotent === true;
     };
     const interrupted = interruptedToolResults(messages, waiting);

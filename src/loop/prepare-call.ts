@@ -122,8 +122,16 @@ export function* prepareCall(
       }
     }
   }
+  // A client tool runs in the front end: once the gate let it through, it is held for the client's `{ output }`.
+  if (tool.client === true) {
+    holdCall(run, turn, index, args, { reason: CLIENT_TOOL_REASON }, true);
+    return undefined;
+  }
   return { index, call, tool, args };
 }
+
+/** The reason of a client tool call's request (`ApprovalRequest.reason`, with `clientTool: true`). */
+export const CLIENT_TOOL_REASON = 'client_tool';
 
 /**
  * Holds call `index` for approval: it gets no result in this run, and the run suspends after the batch. The request's
@@ -137,6 +145,7 @@ export function holdCall(
   index: number,
   args: Readonly<Record<string, unknown>>,
   pause: Pick<PauseDecision, 'reason' | 'payload' | 'resumeToken' | 'expiresAt'>,
+  clientTool = false,
 ): void {
   const call = turn.calls[index]!;
   const { reason, payload, resumeToken, expiresAt } = pause;
@@ -159,6 +168,7 @@ export function holdCall(
     reason,
     ...(payload === undefined ? {} : { payload }),
     ...(expiresAt === undefined ? {} : { expiresAt }),
+    ...(clientTool ? { clientTool: true as const } : {}),
   };
   turn.held.push(request);
   run.emit({ type: 'approval_requested', runId: run.runId, ...request });

@@ -42,8 +42,9 @@ export interface ResumeBatch {
  * before any runs: a denial there makes the call `denied`, a pause holds it again (the run suspends again), a stop
  * ends the run. An approval past its request's `expiresAt` gives the call the outcome `expired` (it does not run);
  * denied calls get `denied`, aborted ones `aborted`, interrupted ones `interrupted`. An approval with
- * `remember: 'thread'` sets the state key `approvals.allow.<toolName>` (producer `approvals`). Calls answered before
- * the suspension are not run again.
+ * `remember: 'thread'` sets the state key `approvals.allow.<toolName>` (producer `approvals`). A client tool's call
+ * answered with `{ output }` gets that output as its result (through `afterToolCall`; it does not run here). Calls
+ * answered before the suspension are not run again.
  */
 export function* resumeBatch(run: RunState, resume: ResumeBatch): Op<BatchResult> {
   const turn = newTurn(run.turnIndex++);
@@ -63,7 +64,24 @@ export function* resumeBatch(run: RunState, resume: ResumeBatch): Op<BatchResult
     const answer = answers.get(call.id);
     const tool = run.toolsByName.get(call.name);
     const request = resume.requests?.get(call.id);
-    if (answer === undefined || 'abort' in answer || 'interrupted' in answer || tool === undefined) {
+    if (answer !== undefined && 'output' in answer) {
+      // A client tool's call: the client ran it, its output is the call's one result (after `afterToolCall`), whether
+      // or not this run has the tool (a front end's run tools are given per run).
+      startCall(run, turn, index);
+      const content =
+        typeof answer.output === 'string' ? [{ type: 'text' as const, text: answer.output }] : [...answer.output];
+      const isError = answer.isError === true;
+      const given: CallOutcome = {
+        result: { content, ...(isError ? { isError } : {}) },
+        isError,
+        outcome: isError ? 'error' : 'ok',
+      };
+      finishCall(run, turn, index, yield* afterToolCall(run, turn, assistant, call, call.arguments, given, index));
+      continue;
+    }
+    // A client tool's call denied gets its denial whether or not this run has the tool.
+    const gone = tool === undefined && !(request?.clientTool === true && 'deny' in answer!);
+    if (answer === undefined || 'abort' in answer || 'interrupted' in answer || gone) {
       startCall(run, turn, index);
       finishCall(run, turn, index, unrunnable(answer, call.name));
       continue;

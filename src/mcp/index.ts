@@ -8,7 +8,11 @@ export { mcpTools, type McpProgress, type McpToolSet, type McpToolsOptions, type
 export { syncMcpTools, type SyncMcpToolsOptions } from './sync-mcp-tools.js';
 export type { McpHttpSource, McpSource, McpStdioSource } from './mcp-connection.js';
 export type { McpToolDetails } from './mcp-result.js';
-export { MAX_SCHEMA_CHARS, parametersFromJsonSchema, type JsonSchemaParameters } from './json-schema-parameters.js';
+export {
+  MAX_SCHEMA_CHARS,
+  parametersFromJsonSchema,
+  type JsonSchemaParameters,
+} from '../tools/json-schema-parameters.js';
 export { serveMcp, type McpServeEvent, type ServeMcpOptions, type ServeMcpTarget } from './serve-mcp.js';
 export { mcpHttpHandler, type McpHttpHandler } from './mcp-http-handler.js';
 export { stdioServerTransport, type StdioServerTransportOptions } from './stdio-server-transport.js';

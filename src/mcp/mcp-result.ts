@@ -5,7 +5,7 @@
 import { base64ByteLength, fileProblem } from '../types/check-file.js';
 import type { FileContent, ToolResultContent } from '../types/content.js';
 import type { AgentToolResult } from '../types/tool.js';
-import { nestsDeeperThan } from './nests-deeper-than.js';
+import { nestsDeeperThan } from '../tools/nests-deeper-than.js';
 
 /**
  * How deeply a result's `structuredContent` may nest. Deeper is an error result: it is measured before anything

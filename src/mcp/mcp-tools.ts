@@ -10,7 +10,7 @@ import { DEFAULT_MAX_FILE_BYTES } from '../types/check-file.js';
 import { ConfigurationError, errorMessageOf } from '../types/errors.js';
 import { McpConnection, type McpSource } from './mcp-connection.js';
 import type { AgentTool, AgentToolResult, AnyAgentTool } from '../types/tool.js';
-import { parametersFromJsonSchema } from './json-schema-parameters.js';
+import { parametersFromJsonSchema } from '../tools/json-schema-parameters.js';
 import { McpMessageTooLargeError } from './stdio-client-transport.js';
 import { mapCallResult, type McpToolDetails } from './mcp-result.js';
 

@@ -1,3 +1,5 @@
+import type { ImageContent, TextContent } from './content.js';
+
 /**
  * Approval requests: a tool call held for a person, and the answers it can get.
  * @module
@@ -25,6 +27,11 @@ export interface ApprovalRequest {
    * the run later than this does not run the call: its outcome is `expired`, and the model is told so.
    */
   readonly expiresAt?: number | undefined;
+  /**
+   * The call is a client tool's (`AgentTool.client`, reason `client_tool`): the client runs it and answers with
+   * `{ output }` (or `{ deny }`); an approval or an edit of it is refused.
+   */
+  readonly clientTool?: true | undefined;
 }
 
 /**
@@ -32,11 +39,17 @@ export interface ApprovalRequest {
  * with other arguments (validated again against the tool's schema). `remember: 'thread'` on an approval also approves
  * later calls of the same tool on this thread: the resumed run stores `approvals.allow.<toolName>: true` in the run
  * state (producer `approvals`), which `ToolGuard` reads before asking again.
+ *
+ * `output` answers a client tool's call (`ApprovalRequest.clientTool`) with what the client's tool returned: it
+ * becomes the call's one result (text, or text and image blocks; `isError` marks a failure), and the call does not
+ * run here. Given for any other request it is refused with an `InvalidInputError`; a client tool's call takes only
+ * `output` or `deny` (an aborted one gets an `aborted` result like any).
  */
 export type ApprovalAnswer =
   | { readonly approve: true; readonly remember?: 'thread' | undefined }
   | { readonly deny: string }
-  | { readonly edit: Readonly<Record<string, unknown>> };
+  | { readonly edit: Readonly<Record<string, unknown>> }
+  | { readonly output: string | readonly (TextContent | ImageContent)[]; readonly isError?: boolean | undefined };
 
 /**
  * What `beforeToolCall` sees of a held call that is resumed (`BeforeToolCallContext.approval`): the request it
@@ -45,7 +58,7 @@ export type ApprovalAnswer =
  */
 export interface ResumedApproval {
   readonly requestId: string;
-  readonly answer: Exclude<ApprovalAnswer, { readonly deny: string }>;
+  readonly answer: Exclude<ApprovalAnswer, { readonly deny: string } | { readonly output: unknown }>;
 }
 
 /** The state key a remembered approval of `toolName` sets to `true` (`approvals.allow.<toolName>`). */

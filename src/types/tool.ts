@@ -114,6 +114,13 @@ export interface AgentTool<TSchema extends z.ZodType = z.ZodType, TDetails = unk
    */
   readonly idempotent?: boolean | undefined;
   /**
+   * The tool runs in the client (a front end), not here: build one with `clientTool`. A call to it is validated and
+   * gated by `beforeToolCall` like any, then held instead of executed — the run ends `suspended` with the call pending
+   * (`ApprovalRequest.clientTool: true`, reason `client_tool`) — and the client's answer `{ output }` becomes its
+   * result (docs/approvals.md, "Client tools"). `execute` is never called.
+   */
+  readonly client?: boolean | undefined;
+  /**
    * Runs one call with validated arguments (zod defaults applied). A thrown error or a rejected Promise becomes an
    * error tool result carrying its message; it never ends the run.
    */

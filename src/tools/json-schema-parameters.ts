@@ -1,5 +1,5 @@
 /**
- * Tool parameters from a JSON Schema someone else wrote (an MCP server's).
+ * Tool parameters from a JSON Schema someone else wrote (an MCP server's, a front end's client tools).
  * @module
  */
 import { z } from 'zod';
