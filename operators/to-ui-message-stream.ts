@@ -149,6 +149,8 @@ export function toUIMessageStream(): OperatorFunction<AgentEvent, UIMessageStrea
               }
               return;
             case 'approval_requested':
+              // A client tool's call is the client's to run (`onToolCall` on its input part), not to approve.
+              if (event.clientTool === true) return;
               return emit({ type: 'tool-approval-request', approvalId: event.requestId, toolCallId: event.toolCallId });
             case 'tool_execution_update':
               return emit({

@@ -212,8 +212,11 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         agent.retryFrom$(lastAnswerSeq(agent.state.messages), undefined, runOptions),
       );
     } else {
-      runId = await answerChatApprovals(principal, threadId, read.answers);
+      const clientCalls = new Set<string>();
+      runId = await answerChatApprovals(principal, threadId, read.answers, clientCalls);
       continues = read.messageId;
+      if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
+      return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs, continues, clientCalls);
     }
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     return uiMessageStreamResponse(registry, runId, true, settings.heartbeatMs, continues);
@@ -221,32 +224,41 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   /**
    * Gives `answers` to the thread's pending requests, one after the other (answers to requests no longer pending are
-   * skipped: a client resending an old answer), and resolves with the run the last answer of the batch resumed. 409
-   * `stale_approval` when none of them is pending, `invalid_state` when the batch still has requests open.
+   * skipped: a client resending an old answer; so are tool outputs of calls that are no pending client tool's), and
+   * resolves with the run the last answer of the batch resumed; the client tool calls answered go into `clientCalls`.
+   * 409 `stale_approval` when none of them is pending, `invalid_state` when the batch still has requests open.
    */
   async function answerChatApprovals(
     principal: Principal,
     threadId: string,
     answers: readonly ChatApprovalAnswer[],
+    clientCalls: Set<string>,
   ): Promise<string> {
+    const firstId = 'requestId' in answers[0]! ? answers[0].requestId : answers[0]!.toolCallId;
     const allowed = await ownership.onThread(principal, 'answer_approval', threadId);
-    if (allowed === undefined) throw new StaleApprovalError(answers[0]!.requestId, 'unknown');
+    if (allowed === undefined) throw new StaleApprovalError(firstId, 'unknown');
     let given = 0;
-    for (const { requestId, answer } of answers) {
+    for (const entry of answers) {
       const runId = await registry.start(
         threadId,
         principal,
         allowed.owner,
         (agent, runOptions) => {
-          if (!agent.pending.some((pending) => pending.requestId === requestId)) return EMPTY;
+          const request = agent.pending.find((pending) =>
+            'requestId' in entry
+              ? pending.requestId === entry.requestId
+              : pending.clientTool === true && pending.toolCallId === entry.toolCallId,
+          );
+          if (request === undefined) return EMPTY;
           given += 1;
-          return agent.respond$(requestId, answer, runOptions);
+          if (!('requestId' in entry)) clientCalls.add(entry.toolCallId);
+          return agent.respond$(request.requestId, entry.answer, runOptions);
         },
         await admit(principal, 'answer_approval', threadId),
       );
       if (runId !== null) return runId;
     }
-    if (given === 0) throw new StaleApprovalError(answers[0]!.requestId, 'unknown');
+    if (given === 0) throw new StaleApprovalError(firstId, 'unknown');
     throw new HttpError(409, 'invalid_state', 'the approvals were stored, but other requests of the batch are open');
   }
 

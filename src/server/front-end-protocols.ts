@@ -54,11 +54,16 @@ export type ChatRequest =
       readonly answers: readonly ChatApprovalAnswer[];
     };
 
-/** One approval answered in a chat body: the cubepi request id (the UI part's `approval.id`) and the answer. @internal */
-export interface ChatApprovalAnswer {
-  readonly requestId: string;
-  readonly answer: ApprovalAnswer;
-}
+/**
+ * One answer in a chat body: an approval (the cubepi request id, the UI part's `approval.id`, and the answer), or a
+ * client tool's output (the part's `toolCallId`, and `{ output }`: `addToolOutput`'s output, or its `errorText` as an
+ * error). The second kind is matched to the thread's pending client-tool requests by tool-call id; a part whose call is
+ * no pending client tool's (a server tool's output, shown in the same message) answers nothing.
+ * @internal
+ */
+export type ChatApprovalAnswer =
+  | { readonly requestId: string; readonly answer: ApprovalAnswer }
+  | { readonly toolCallId: string; readonly answer: ApprovalAnswer };
 
 /**
  * Reads a `DefaultChatTransport` body: the chat id is the thread. With the `submit-message` trigger (or none) and a
@@ -85,7 +90,7 @@ export function readChatRequest(body: unknown, maxFileBytes: number = DEFAULT_SE
     ? (messages.at(-1) as { id?: unknown; role?: unknown; parts?: unknown } | undefined)
     : undefined;
   if (last?.role === 'assistant' && Array.isArray(last.parts)) {
-    const answers = approvalAnswers(last.parts);
+    const answers = [...approvalAnswers(last.parts), ...clientToolOutputs(last.parts)];
     const messageId = typeof last.id === 'string' && last.id !== '' ? last.id : undefined;
     if (answers.length > 0) return { kind: 'approvals', id, messageId, answers };
     throw new HttpError(400, 'invalid_input', "the last message is the assistant's and answers no approval");
@@ -110,6 +115,28 @@ function approvalAnswers(parts: readonly unknown[]): ChatApprovalAnswer[] {
     }
     const denial = typeof reason === 'string' && reason !== '' ? reason : 'The user denied the call';
     answers.push({ requestId: id, answer: approved ? { approve: true } : { deny: denial } });
+  }
+  return answers;
+}
+
+/**
+ * The tool outputs of an assistant message's parts (`addToolOutput`): its tool parts in state `output-available` (the
+ * output: a string as it is, anything else as its JSON) or `output-error` (`errorText`, an error result). Server tools'
+ * parts are among them; the server answers only the calls it holds as client tools.
+ */
+function clientToolOutputs(parts: readonly unknown[]): ChatApprovalAnswer[] {
+  const answers: ChatApprovalAnswer[] = [];
+  for (const part of parts) {
+    const { type, state, toolCallId, output, errorText, preliminary } = (part ?? {}) as Record<string, unknown>;
+    if (typeof type !== 'string' || !(type.startsWith('tool-') || type === 'dynamic-tool')) continue;
+    if (typeof toolCallId !== 'string' || toolCallId === '' || preliminary === true) continue;
+    if (state === 'output-available') {
+      const text = typeof output === 'string' ? output : (JSON.stringify(output) ?? 'null');
+      answers.push({ toolCallId, answer: { output: text } });
+    } else if (state === 'output-error') {
+      const text = typeof errorText === 'string' && errorText !== '' ? errorText : 'The client tool failed';
+      answers.push({ toolCallId, answer: { output: text, isError: true } });
+    }
   }
   return answers;
 }
@@ -142,7 +169,9 @@ export function readAgUiRequest(
  * The run's UI message stream as an SSE response (header `x-vercel-ai-ui-message-stream: v1`, `data: [DONE]` at the
  * end), read from the run's log from its first frame. `cancelOnLeave`: the client that started the run leaving cancels
  * it (`useChat`'s `stop()` aborts the request); a resumed stream's client leaving does not. `continues`: the id of the
- * client's assistant message a run resumed from approvals goes on (see {@link continuingMessage}).
+ * client's assistant message a run resumed from approvals goes on (see {@link continuingMessage}). `clientCalls`: the
+ * client tool calls the resumed run answered with the client's own outputs — their parts are left out of the stream,
+ * since the client has them already (its `onToolCall` would otherwise run the tool again on their input part).
  * @internal
  */
 export function uiMessageStreamResponse(
@@ -151,8 +180,12 @@ export function uiMessageStreamResponse(
   cancelOnLeave: boolean,
   heartbeatMs: number,
   continues?: string,
+  clientCalls: ReadonlySet<string> = new Set(),
 ): Response {
-  const parts = continues === undefined ? toUIMessageStream() : pipe(toUIMessageStream(), continuingMessage(continues));
+  const parts =
+    continues === undefined
+      ? toUIMessageStream()
+      : pipe(toUIMessageStream(), continuingMessage(continues), withoutParts(clientCalls));
   return protocolStreamResponse(registry, runId, { cancelOnLeave, heartbeatMs }, parts, {
     headers: { 'x-vercel-ai-ui-message-stream': 'v1' },
     trailer: 'data: [DONE]\n\n',
@@ -185,6 +218,15 @@ export function continuingMessage(messageId: string): MonoTypeOperatorFunction<U
         map((part) => (part.type === 'start' ? { ...part, messageId } : part)),
       );
     });
+}
+
+/** Leaves out the tool parts of the calls `toolCallIds`. */
+function withoutParts(toolCallIds: ReadonlySet<string>): MonoTypeOperatorFunction<UIMessageStreamPart> {
+  if (toolCallIds.size === 0) return (source) => source;
+  return filter((part) => {
+    const id = (part as { toolCallId?: unknown }).toolCallId;
+    return typeof id !== 'string' || !toolCallIds.has(id);
+  });
 }
 
 /**
