@@ -24,7 +24,9 @@ export interface AgUiEvent {
     | 'TOOL_CALL_START'
     | 'TOOL_CALL_ARGS'
     | 'TOOL_CALL_END'
-    | 'TOOL_CALL_RESULT';
+    | 'TOOL_CALL_RESULT'
+    | 'STATE_SNAPSHOT'
+    | 'STATE_DELTA';
   readonly [field: string]: unknown;
 }
 
@@ -32,7 +34,16 @@ export interface AgUiEvent {
 export interface ToAgUiOptions {
   /** The AG-UI thread id of the runs (default: each run's id). */
   readonly threadId?: string | undefined;
+  /**
+   * The run state's values when a run starts (`agent.state.extra`; a function is read at each `agent_start`): sent as
+   * a `STATE_SNAPSHOT` right after `RUN_STARTED`, the base the run's `STATE_DELTA`s apply to. Without it no snapshot is
+   * sent (the deltas still are, against the client's own copy).
+   */
+  readonly state?: Readonly<Record<string, unknown>> | (() => Readonly<Record<string, unknown>>) | undefined;
 }
+
+/** A JSON Pointer (RFC 6901) to a top-level key. */
+const pointer = (key: string) => `/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
 
 /**
  * Agent events as AG-UI protocol events, for front ends built on AG-UI (CopilotKit and others). A run is
@@ -42,6 +53,17 @@ export interface ToAgUiOptions {
  * as `TOOL_CALL_START` / `_ARGS` / `_END` (arguments delivered whole by a provider are sent as one `TOOL_CALL_ARGS`)
  * and their results as `TOOL_CALL_RESULT` (the result's text). Errors and completion pass through.
  *
+ * Client tools (`clientTool`): a run suspended only on client tool calls finishes with outcome `success` and
+ * `pendingToolCallIds` (AG-UI's frontend tool calls, answered by `tool` messages in the next input); one that also
+ * waits for approvals finishes with `interrupt`, whose interrupts are the approvals and the client tool calls (reason
+ * `client_tool`). Run state: with `state`, a `STATE_SNAPSHOT` of it follows `RUN_STARTED`; every `state_patched` is
+ * a `STATE_DELTA` of the values (RFC 6902: `add` for each key set, `remove` for each key deleted that was there).
+ *
+ * ```text
+ * agent_start  state_patched{set:{a:1}}                agent_end
+ * RUN_STARTED STATE_SNAPSHOT  STATE_DELTA[add /a 1]    RUN_FINISHED
+ * ```
+ *
  * @example
  * agent.prompt$(text).pipe(toAgUiEvents({ threadId })).subscribe((event) => send(JSON.stringify(event)));
  */
@@ -49,18 +71,40 @@ export function toAgUiEvents(options: ToAgUiOptions = {}): OperatorFunction<Agen
   return (source) =>
     new Observable<AgUiEvent>((subscriber) => {
       const runs = new RunTracker();
-      const pending = new Map<string, { id: string; reason: string; toolCallId: string }[]>();
+      const pending = new Map<string, { id: string; reason: string; toolCallId: string; client: boolean }[]>();
       const emit = (event: AgUiEvent) => subscriber.next(event);
       const thread = (runId: string) => options.threadId ?? runId;
+      // The values the client holds, so that a delete of a key it never had is no `remove` (which would fail there).
+      let values = new Set<string>();
+      const steps = new Map<string, string>();
       return source.subscribe({
         next: (event) => {
           runs.observe(event);
           switch (event.type) {
-            case 'agent_start':
-              return emit({ type: 'RUN_STARTED', threadId: thread(event.runId), runId: event.runId });
+            case 'agent_start': {
+              emit({ type: 'RUN_STARTED', threadId: thread(event.runId), runId: event.runId });
+              if (options.state === undefined) return;
+              const snapshot = typeof options.state === 'function' ? options.state() : options.state;
+              values = new Set(Object.keys(snapshot));
+              return emit({ type: 'STATE_SNAPSHOT', snapshot });
+            }
+            case 'state_patched': {
+              const ops: { op: 'add' | 'remove'; path: string; value?: unknown }[] = [];
+              for (const [key, value] of Object.entries(event.patch.set ?? {})) {
+                values.add(key);
+                ops.push({ op: 'add', path: pointer(key), value });
+              }
+              for (const key of event.patch.delete ?? []) {
+                if (values.delete(key)) ops.push({ op: 'remove', path: pointer(key) });
+              }
+              if (ops.length === 0) return;
+              return emit({ type: 'STATE_DELTA', delta: ops });
+            }
             case 'turn_start':
+              steps.set(event.runId, `turn ${event.turnIndex}`);
               return emit({ type: 'STEP_STARTED', stepName: `turn ${event.turnIndex}` });
             case 'turn_end':
+              steps.delete(event.runId);
               return emit({ type: 'STEP_FINISHED', stepName: `turn ${event.turnIndex}` });
             case 'message_update': {
               const stream = event.streamEvent;
@@ -130,7 +174,12 @@ export function toAgUiEvents(options: ToAgUiOptions = {}): OperatorFunction<Agen
             }
             case 'approval_requested': {
               const list = pending.get(event.runId) ?? [];
-              list.push({ id: event.requestId, reason: event.reason, toolCallId: event.toolCallId });
+              list.push({
+                id: event.requestId,
+                reason: event.reason,
+                toolCallId: event.toolCallId,
+                client: event.clientTool === true,
+              });
               pending.set(event.runId, list);
               return;
             }
@@ -145,16 +194,27 @@ export function toAgUiEvents(options: ToAgUiOptions = {}): OperatorFunction<Agen
             case 'agent_end': {
               const interrupts = pending.get(event.runId) ?? [];
               pending.delete(event.runId);
+              // A turn a suspension (or a failure) left without `turn_end`: its step closes before the run does, as
+              // AG-UI requires of RUN_FINISHED.
+              const step = steps.get(event.runId);
+              steps.delete(event.runId);
+              if (step !== undefined) emit({ type: 'STEP_FINISHED', stepName: step });
               if (event.outcome === 'failed') {
                 const message = lastAssistant(event.messages)?.errorMessage ?? 'The run failed';
                 return emit({ type: 'RUN_ERROR', message });
               }
+              const onlyClient = interrupts.length > 0 && interrupts.every((interrupt) => interrupt.client);
               const outcome =
-                event.outcome === 'suspended'
-                  ? { type: 'interrupt', interrupts }
-                  : event.outcome === 'cancelled'
-                    ? { type: 'cancelled' }
-                    : { type: 'success' };
+                event.outcome === 'suspended' && onlyClient
+                  ? { type: 'success', pendingToolCallIds: interrupts.map((interrupt) => interrupt.toolCallId) }
+                  : event.outcome === 'suspended'
+                    ? {
+                        type: 'interrupt',
+                        interrupts: interrupts.map(({ id, reason, toolCallId }) => ({ id, reason, toolCallId })),
+                      }
+                    : event.outcome === 'cancelled'
+                      ? { type: 'cancelled' }
+                      : { type: 'success' };
               return emit({ type: 'RUN_FINISHED', threadId: thread(event.runId), runId: event.runId, outcome });
             }
             default:

@@ -4,13 +4,15 @@
  * it on Node's `http`, and `attachWebSocket` adds the same streams over WebSocket. See `docs/ui.md`.
  * @module
  */
-import { EMPTY, type Observable } from 'rxjs';
+import { EMPTY, filter, pipe, tap, type Observable } from 'rxjs';
 import type { Agent } from '../agent/agent.js';
 import type { RunOptions } from '../agent/agent-options.js';
 import type { Checkpointer } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError, InvalidStateError, StaleApprovalError } from '../types/errors.js';
 import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message, UserMessage } from '../types/messages.js';
+import type { AnyAgentTool } from '../types/tool.js';
+import { clientTool } from '../tools/client-tool.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import type { Principal } from '../types/principal.js';
 import { toAgUiEvents } from '../../operators/to-ag-ui-events.js';
@@ -44,6 +46,11 @@ import {
   type ServerSettings,
   type ServingOptions,
 } from './routes.js';
+
+/** Wraps how a run is opened (the AG-UI route adds the client's tools, and reads the run's starting state). */
+type RunWrap = (
+  open: (agent: Agent, runOptions: RunOptions) => Observable<AgentEvent>,
+) => (agent: Agent, runOptions: RunOptions) => Observable<AgentEvent>;
 
 /** Options of {@link createAgentServer}. */
 export interface AgentServerOptions extends ServingOptions {
@@ -157,14 +164,18 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     action: 'start_run' | 'chat' | 'ag_ui',
     threadId: string,
     input: string | UserMessage | readonly UserMessage[],
+    wrap: RunWrap = (open) => open,
   ): Promise<string | null> {
     // With a checkpointer, the run's id goes into the thread with its prompt (its metadata, `cubepi:run`), so that a
     // process started after this one dies mid-run knows the run started and never ended (docs/ui.md, "Restart mid-run").
     const runId = `run_${globalThis.crypto.randomUUID().replaceAll('-', '')}`;
     // Without a checkpointer nothing survives a restart: the prompt goes in as given.
     const tagged = options.checkpointer === undefined ? input : withServerRun(input, runId);
-    return startClaimed(principal, action, threadId, (agent, runOptions) =>
-      agent.prompt$(tagged, { ...runOptions, runId }),
+    return startClaimed(
+      principal,
+      action,
+      threadId,
+      wrap((agent, runOptions) => agent.prompt$(tagged, { ...runOptions, runId })),
     );
   }
 
@@ -233,6 +244,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     threadId: string,
     answers: readonly ChatApprovalAnswer[],
     clientCalls: Set<string>,
+    wrap: RunWrap = (open) => open,
   ): Promise<string> {
     const firstId = 'requestId' in answers[0]! ? answers[0].requestId : answers[0]!.toolCallId;
     const allowed = await ownership.onThread(principal, 'answer_approval', threadId);
@@ -243,7 +255,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
         threadId,
         principal,
         allowed.owner,
-        (agent, runOptions) => {
+        wrap((agent, runOptions) => {
           const request = agent.pending.find((pending) =>
             'requestId' in entry
               ? pending.requestId === entry.requestId
@@ -253,7 +265,7 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
           given += 1;
           if (!('requestId' in entry)) clientCalls.add(entry.toolCallId);
           return agent.respond$(request.requestId, entry.answer, runOptions);
-        },
+        }),
         await admit(principal, 'answer_approval', threadId),
       );
       if (runId !== null) return runId;
@@ -262,15 +274,49 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     throw new HttpError(409, 'invalid_state', 'the approvals were stored, but other requests of the batch are open');
   }
 
-  /** AG-UI's `RunAgentInput` (CopilotKit's `HttpAgent`): the run's AG-UI events; the client leaving cancels it. */
+  /**
+   * AG-UI's `RunAgentInput` (CopilotKit's `HttpAgent`): the run's AG-UI events; the client leaving cancels it. Its
+   * `tools` are client tools of that run; a prompt starts a run, trailing `tool` messages and `resume` entries answer
+   * the thread's held calls (as chat answers are) and the resumed run is streamed — without the results of the client
+   * tool calls the client answered itself (it has them). The stream opens with a `STATE_SNAPSHOT` of the thread's run
+   * state as the run starts.
+   */
   async function agUi(principal: Principal, request: Request): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
-    const { threadId: id, prompt } = readAgUiRequest(body, settings.maxFileBytes);
-    const threadId = checkThread(id);
-    const runId = await startPrompt(principal, 'ag_ui', threadId, prompt);
+    const read = readAgUiRequest(body, settings.maxFileBytes);
+    const threadId = checkThread(read.threadId);
+    let tools: AnyAgentTool[];
+    try {
+      tools = read.tools.map((tool) => clientTool(tool));
+    } catch (error) {
+      if (error instanceof ConfigurationError) throw new HttpError(400, 'invalid_input', error.message);
+      throw error;
+    }
+    // The run's state values as it starts: read at its agent_start, before any of its patches (the run's own events
+    // are applied to the agent as they are emitted; the reader below may be behind).
+    let initial: Readonly<Record<string, unknown>> = {};
+    const withRunTools =
+      (open: (agent: Agent, runOptions: RunOptions) => Observable<AgentEvent>) =>
+      (agent: Agent, runOptions: RunOptions) =>
+        open(agent, tools.length === 0 ? runOptions : { ...runOptions, tools }).pipe(
+          tap((event) => {
+            if (event.type === 'agent_start') initial = agent.state.extra;
+          }),
+        );
+    const clientCalls = new Set<string>();
+    let runId: string | null;
+    if (read.kind === 'prompt') {
+      runId = await startPrompt(principal, 'ag_ui', threadId, read.prompt, withRunTools);
+    } else {
+      runId = await answerChatApprovals(principal, threadId, read.answers, clientCalls, withRunTools);
+    }
     if (runId === null) throw new HttpError(500, 'internal', 'the run emitted nothing');
     const reading = { cancelOnLeave: true, heartbeatMs: settings.heartbeatMs };
-    return protocolStreamResponse(registry, runId, reading, toAgUiEvents({ threadId }));
+    const events = pipe(
+      toAgUiEvents({ threadId, state: () => initial }),
+      filter((event) => event.type !== 'TOOL_CALL_RESULT' || !clientCalls.has(event.toolCallId as string)),
+    );
+    return protocolStreamResponse(registry, runId, reading, events);
   }
 
   /**

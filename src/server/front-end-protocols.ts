@@ -141,28 +141,130 @@ function clientToolOutputs(parts: readonly unknown[]): ChatApprovalAnswer[] {
   return answers;
 }
 
+/** A tool an AG-UI client declares for its run (`RunAgentInput.tools[]`): a client tool of that run. @internal */
+export interface AgUiTool {
+  readonly name: string;
+  readonly description: string;
+  /** The JSON Schema of its arguments (an object schema; absent: no arguments). */
+  readonly parameters: Readonly<Record<string, unknown>>;
+}
+
 /**
- * Reads an AG-UI `RunAgentInput` (`{ threadId, runId, messages, tools, state, context, forwardedProps }`): the thread,
- * and the prompt — the last message, a user message: its text (a string, or its text parts joined), or a user message
- * of its text and file parts when it has files (see `agUiContent`). The client's earlier messages, tools and state
- * are its own copy: the server's stored thread and the agent's tools are what run. Throws 400 otherwise (413 for a
- * file over `maxFileBytes`).
+ * What a `RunAgentInput` asks for: a new prompt (the last message a user message), or answers to the thread's held
+ * calls — the trailing `tool` messages (a client tool's output, by `toolCallId`) and the `resume` entries (an
+ * interrupt's answer, by `interruptId`: the request id). Either way with the run's client tools.
  * @internal
  */
-export function readAgUiRequest(
-  body: unknown,
-  maxFileBytes: number = DEFAULT_SERVER_MAX_FILE_BYTES,
-): { readonly threadId: unknown; readonly prompt: string | UserMessage } {
-  const { threadId, messages } = (body ?? {}) as { threadId?: unknown; messages?: unknown };
-  const last = Array.isArray(messages)
-    ? (messages.at(-1) as { role?: unknown; content?: unknown } | undefined)
-    : undefined;
+export type AgUiRequest =
+  | {
+      readonly kind: 'prompt';
+      readonly threadId: unknown;
+      readonly prompt: string | UserMessage;
+      readonly tools: readonly AgUiTool[];
+    }
+  | {
+      readonly kind: 'answers';
+      readonly threadId: unknown;
+      readonly answers: readonly ChatApprovalAnswer[];
+      readonly tools: readonly AgUiTool[];
+    };
+
+/**
+ * Reads an AG-UI `RunAgentInput` (`{ threadId, runId, messages, tools, state, context, forwardedProps, resume }`): the
+ * thread, the run's client tools (`tools`), and either answers or a prompt. With `resume` entries, or when the
+ * messages end with `tool` messages, it answers held calls: each trailing tool message is a client tool's output
+ * (`content`, text or its text parts joined; `error` makes it an error result), each resume entry an interrupt's
+ * answer (see `resumeAnswer`). Otherwise the last message is the prompt, a user message: its text (a string, or its
+ * text parts joined), or a user message of its text and file parts when it has files (see `agUiContent`). The
+ * client's earlier messages and its state are its own copy: the server's stored thread and run state are what run.
+ * Throws 400 otherwise (413 for a file over `maxFileBytes`).
+ * @internal
+ */
+export function readAgUiRequest(body: unknown, maxFileBytes: number = DEFAULT_SERVER_MAX_FILE_BYTES): AgUiRequest {
+  const { threadId, messages, tools, resume } = (body ?? {}) as Record<string, unknown>;
+  const runTools = agUiTools(tools);
+  const list = Array.isArray(messages) ? (messages as unknown[]) : [];
+  const answers: ChatApprovalAnswer[] = [];
+  for (let i = list.length - 1; i >= 0; i--) {
+    const message = (list[i] ?? {}) as Record<string, unknown>;
+    if (message.role !== 'tool') break;
+    answers.unshift(toolMessageAnswer(message, i));
+  }
+  if (resume !== undefined && resume !== null) {
+    if (!Array.isArray(resume)) throw new HttpError(400, 'invalid_input', '`resume` must be a list of resume entries');
+    resume.forEach((entry: unknown, index) => answers.push(resumeAnswer(entry, index)));
+  }
+  if (answers.length > 0) return { kind: 'answers', threadId, answers, tools: runTools };
+  const last = list.at(-1) as { role?: unknown; content?: unknown } | undefined;
   if (last?.role !== 'user') {
     throw new HttpError(400, 'invalid_input', 'the body must be a RunAgentInput whose last message is a user message');
   }
-  const content = agUiContent(last.content, `messages[${(messages as unknown[]).length - 1}]`, maxFileBytes);
+  const content = agUiContent(last.content, `messages[${list.length - 1}]`, maxFileBytes);
   if (isEmpty(content)) throw new HttpError(400, 'invalid_input', 'the last user message has no text');
-  return { threadId, prompt: promptOf(content) };
+  return { kind: 'prompt', threadId, prompt: promptOf(content), tools: runTools };
+}
+
+/** `RunAgentInput.tools`: each `{ name, description, parameters? }` (400 otherwise). */
+function agUiTools(tools: unknown): AgUiTool[] {
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) throw new HttpError(400, 'invalid_input', '`tools` must be a list of tools');
+  return tools.map((value: unknown, index) => {
+    const { name, description, parameters } = (value ?? {}) as Record<string, unknown>;
+    if (typeof name !== 'string' || (description !== undefined && typeof description !== 'string')) {
+      throw new HttpError(400, 'invalid_input', `tools[${index}] needs a string name and description`);
+    }
+    const schema =
+      parameters === undefined || parameters === null
+        ? { type: 'object', properties: {} }
+        : (parameters as Record<string, unknown>);
+    return { name, description: description ?? '', parameters: schema };
+  });
+}
+
+/** A `tool` message as the output of its call (`content`; `error` marks a failure). */
+function toolMessageAnswer(message: Record<string, unknown>, index: number): ChatApprovalAnswer {
+  const { toolCallId, content, error } = message;
+  if (typeof toolCallId !== 'string' || toolCallId === '') {
+    throw new HttpError(400, 'invalid_input', `messages[${index}]: a tool message needs a toolCallId`);
+  }
+  let text: string;
+  if (typeof content === 'string') text = content;
+  else if (Array.isArray(content)) {
+    text = content
+      .map((part: unknown) => {
+        const { type, text: partText } = (part ?? {}) as Record<string, unknown>;
+        return type === 'text' && typeof partText === 'string' ? partText : '';
+      })
+      .join('');
+  } else throw new HttpError(400, 'invalid_input', `messages[${index}]: a tool message needs content`);
+  if (typeof error === 'string' && error !== '') {
+    return { toolCallId, answer: { output: text === '' ? error : text, isError: true } };
+  }
+  return { toolCallId, answer: { output: text } };
+}
+
+/**
+ * A resume entry as the answer of the request it names (`interruptId`, the request id). `cancelled` is a denial. A
+ * `resolved` entry's `payload` is a cubepi answer (`{ approve: true }`, `{ deny: reason }`, `{ edit: args }`,
+ * `{ output }`), or `{ approved: boolean, reason? }`; anything else is a client tool's output (a string as it is, other
+ * JSON as its text), which a request that is no client tool's refuses (400).
+ */
+function resumeAnswer(entry: unknown, index: number): ChatApprovalAnswer {
+  const { interruptId, status, payload } = (entry ?? {}) as Record<string, unknown>;
+  if (typeof interruptId !== 'string' || interruptId === '' || (status !== 'resolved' && status !== 'cancelled')) {
+    throw new HttpError(400, 'invalid_input', `resume[${index}] needs an interruptId and a status resolved|cancelled`);
+  }
+  if (status === 'cancelled') return { requestId: interruptId, answer: { deny: 'The user cancelled the request' } };
+  const value = (typeof payload === 'object' && payload !== null ? payload : {}) as Record<string, unknown>;
+  if (['approve', 'deny', 'edit', 'output'].some((key) => key in value)) {
+    return { requestId: interruptId, answer: value as ApprovalAnswer };
+  }
+  if (typeof value.approved === 'boolean') {
+    const reason = typeof value.reason === 'string' && value.reason !== '' ? value.reason : 'The user denied the call';
+    return { requestId: interruptId, answer: value.approved ? { approve: true } : { deny: reason } };
+  }
+  const output = typeof payload === 'string' ? payload : (JSON.stringify(payload) ?? 'null');
+  return { requestId: interruptId, answer: { output } };
 }
 
 /**
