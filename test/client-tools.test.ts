@@ -164,6 +164,30 @@ describe('clientTool', () => {
   });
 });
 
+describe('clientTool behind an approval', () => {
+  it('asked first: the approval resumes into a client hold, and the output then answers it (one result)', async () => {
+    const faux = new FauxProvider({
+      responses: [fauxMessage([fauxToolCall('confirm', { message: 'm' }, { id: 'c1' })]), fauxMessage('done')],
+    });
+    const agent = new Agent({
+      provider: faux,
+      model: 'faux',
+      tools: [confirm],
+      middleware: [new ToolGuard({ policy: ToolGuard.byName({ ask: ['confirm'] }) })],
+    });
+    await agent.prompt('go');
+    expect(agent.pending.map((p) => [p.reason, p.clientTool])).toEqual([['Tool confirm needs approval', undefined]]);
+    const afterApproval = await agent.respond(agent.pending[0]!.requestId, { approve: true });
+    expect(results(afterApproval)).toEqual([]);
+    expect(agent.pending).toEqual([
+      expect.objectContaining({ toolCallId: 'c1', reason: 'client_tool', clientTool: true }),
+    ]);
+    const resumed = await agent.respond(agent.pending[0]!.requestId, { output: 'ok by the user' });
+    expect(results(resumed).map((r) => [r.toolCallId, textOf(r)])).toEqual([['c1', 'ok by the user']]);
+    expectConsistentTranscript(agent.state.messages);
+  });
+});
+
 describe('clientTool from a JSON Schema, and RunOptions.tools', () => {
   const pick = () =>
     clientTool({

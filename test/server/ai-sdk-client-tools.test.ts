@@ -39,10 +39,15 @@ class NodeChat extends AbstractChat<UIMessage> {
   }
 }
 
-/** Resolves once `condition()` holds, polling (no fixed sleep: it returns as soon as it is true). */
-async function until(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
+/**
+ * Resolves once `condition()` holds, polling (no fixed sleep: it returns as soon as it is true); `poll` runs before
+ * each check (and may end the wait by throwing).
+ */
+async function until(condition: () => boolean, timeoutMs = 20_000, poll?: () => Promise<void>): Promise<void> {
   const end = Date.now() + timeoutMs;
-  while (!condition()) {
+  for (;;) {
+    await poll?.();
+    if (condition()) return;
     if (Date.now() > end) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
@@ -187,5 +192,42 @@ describe('client-side tools through useChat (AbstractChat)', () => {
     });
     expect(response.status).toBe(409);
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('stale_approval');
+  });
+});
+
+describe("cubepi's own approvals route and client tools", () => {
+  it('POST /threads/:id/approvals/:requestId with { output } answers a held client call; with approve, 400', async () => {
+    const { agent, checkpointer } = agents(() => [fauxToolCall('getLocation', { precise: true }, { id: 'loc' })]);
+    served = await serve({ agent, flushMs: 0 });
+    const started = await fetch(`${served.base}/threads/route-1/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'Where am I?' }),
+    });
+    expect(started.status).toBe(201);
+    let pending: { requestId: string; clientTool?: boolean }[] = [];
+    await until(
+      () => pending.length > 0,
+      20_000,
+      async () => {
+        const thread = (await (await fetch(`${served!.base}/threads/route-1`)).json()) as { pending: typeof pending };
+        pending = thread.pending;
+      },
+    );
+    expect(pending[0]!.clientTool).toBe(true);
+    const url = `${served.base}/threads/route-1/approvals/${encodeURIComponent(pending[0]!.requestId)}`;
+    const post = (body: unknown) =>
+      fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post({ approve: true })).status).toBe(400);
+    const answered = await post({ output: 'Lisbon' });
+    expect(answered.status).toBe(200);
+    let count = 0;
+    await until(
+      () => count === 4,
+      20_000,
+      async () => void (count = (await checkpointer.load('route-1'))?.messages.length ?? 0),
+    );
+    const stored = (await checkpointer.load('route-1'))!.messages;
+    expect(stored.filter((m): m is ToolResultMessage => m.role === 'toolResult').map(resultText)).toEqual(['Lisbon']);
   });
 });
