@@ -53,7 +53,8 @@ export function startRun(
 }
 
 /**
- * Answers an approval request of `threadId` (`{ approve: true }`, `{ deny: reason }` or `{ edit: args }`). When it
+ * Answers an approval request of `threadId` (`{ approve: true }`, `{ deny: reason }` or `{ edit: args }`; a client
+ * tool's call with `{ output, isError? }`, see docs/approvals.md). When it
  * was the last open request of its batch, the resumed run's events follow (unsubscribing cancels that run, as for
  * {@link startRun}); otherwise it completes with no event. Errors with `AgentServerError` 409 for a stale request.
  */

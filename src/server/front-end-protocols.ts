@@ -1,9 +1,10 @@
 /**
  * Existing front ends' protocols on the agent server. The AI SDK's chat protocol, so a `useChat` front end (its
  * `DefaultChatTransport`) works against cubepi unchanged: `POST /chat` starts a run (a prompt, `regenerate()`, or the
- * answers of `addToolApprovalResponse`) and answers with the UI message stream; `GET /chat/:id/stream` resumes the
- * thread's active run (`useChat({ resume: true })`). And AG-UI's: `POST
- * /ag-ui` takes a `RunAgentInput` and answers with the run's AG-UI events (CopilotKit's `HttpAgent`).
+ * answers of `addToolApprovalResponse` and `addToolOutput`) and answers with the UI message stream; `GET
+ * /chat/:id/stream` resumes the thread's active run (`useChat({ resume: true })`). And AG-UI's: `POST /ag-ui` takes a
+ * `RunAgentInput` (a prompt, or `tool` messages and `resume` entries answering held calls; its `tools` are client
+ * tools of the run) and answers with the run's AG-UI events (`@ag-ui/client`'s `HttpAgent`).
  * @module
  */
 import { defer, filter, map, pipe, Subject, type MonoTypeOperatorFunction, type OperatorFunction } from 'rxjs';
