@@ -106,11 +106,11 @@ describe('toAgUiEvents: suspended runs', () => {
     });
   });
 
-  it('an approval pending too: an interrupt per request, the client call among them', () => {
+  it('an approval pending too: an interrupt per request (its expiry as ISO 8601), the client call among them', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold<AgentEvent>('-a-b-c-e|', {
         a: start,
-        b: asked('s1', false),
+        b: { ...asked('s1', false), expiresAt: Date.UTC(2030, 0, 1) } as AgentEvent,
         c: asked('p1', true),
         e: suspended([request('s1', false), request('p1', true)]),
       });
@@ -119,7 +119,7 @@ describe('toAgUiEvents: suspended runs', () => {
         F: finished({
           type: 'interrupt',
           interrupts: [
-            { id: 'r:s1', reason: 'ask', toolCallId: 's1' },
+            { id: 'r:s1', reason: 'ask', toolCallId: 's1', expiresAt: '2030-01-01T00:00:00.000Z' },
             { id: 'r:p1', reason: 'client_tool', toolCallId: 'p1' },
           ],
         }),

@@ -71,7 +71,10 @@ export function toAgUiEvents(options: ToAgUiOptions = {}): OperatorFunction<Agen
   return (source) =>
     new Observable<AgUiEvent>((subscriber) => {
       const runs = new RunTracker();
-      const pending = new Map<string, { id: string; reason: string; toolCallId: string; client: boolean }[]>();
+      const pending = new Map<
+        string,
+        { id: string; reason: string; toolCallId: string; client: boolean; expiresAt?: string }[]
+      >();
       const emit = (event: AgUiEvent) => subscriber.next(event);
       const thread = (runId: string) => options.threadId ?? runId;
       // The values the client holds, so that a delete of a key it never had is no `remove` (which would fail there).
@@ -179,6 +182,8 @@ export function toAgUiEvents(options: ToAgUiOptions = {}): OperatorFunction<Agen
                 reason: event.reason,
                 toolCallId: event.toolCallId,
                 client: event.clientTool === true,
+                // AG-UI's convention for when an interrupt stops being answerable: an ISO 8601 date.
+                ...(event.expiresAt === undefined ? {} : { expiresAt: new Date(event.expiresAt).toISOString() }),
               });
               pending.set(event.runId, list);
               return;
@@ -210,7 +215,7 @@ export function toAgUiEvents(options: ToAgUiOptions = {}): OperatorFunction<Agen
                   : event.outcome === 'suspended'
                     ? {
                         type: 'interrupt',
-                        interrupts: interrupts.map(({ id, reason, toolCallId }) => ({ id, reason, toolCallId })),
+                        interrupts: interrupts.map(({ client: _client, ...interrupt }) => interrupt),
                       }
                     : event.outcome === 'cancelled'
                       ? { type: 'cancelled' }
