@@ -119,7 +119,9 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   // cubepi/react: hooks over cubepi/client and the UI operators (React an optional peer, imported here only).
   'src/react': ['src/react', 'src/client', 'src/wire', 'src/types', 'operators'],
   // cubepi/server serves agents: coalesces and numbers their events with the operators, reads threads.
-  'src/server': ['src/server', 'src/wire', 'src/types', 'operators', 'src/agent', 'src/checkpoint'],
+  // (src/tools: the AG-UI route makes an input's frontend tools into client tools, `clientTool`; tools sit below the
+  // agent the server already imports.)
+  'src/server': ['src/server', 'src/wire', 'src/types', 'operators', 'src/agent', 'src/checkpoint', 'src/tools'],
   // cubepi/worker runs on PostgreSQL: stores and reads the wire frames of cubepi/server (the run-event log), and runs
   // agents for the queue (coalescing their deltas with the operators, checking thread ids as the checkpointers do).
   'src/worker': ['src/worker', 'src/wire', 'src/types', 'operators', 'src/agent', 'src/checkpoint'],
