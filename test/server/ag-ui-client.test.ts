@@ -205,6 +205,47 @@ describe('approvals as AG-UI interrupts, answered by resume', () => {
   });
 });
 
+describe('an approval and a frontend tool call held in one batch', () => {
+  it('both are interrupts; resume answers the approval and gives the frontend tool its output', async () => {
+    const setup = agents(
+      [
+        fauxToolCall('lookup', { word: 'cube' }, { id: 'l1' }),
+        fauxToolCall('pick_color', { palette: 'warm' }, { id: 'p1' }),
+      ],
+      [new ToolGuard({ policy: ToolGuard.byName({ ask: ['lookup'] }) })],
+    );
+    served = await serve({ agent: setup.agent, flushMs: 0 });
+    const client = new HttpAgent({ url: `${served.base}/ag-ui`, threadId: 'agui-mixed' });
+    client.addMessage({ id: 'u1', role: 'user', content: 'Define cube and pick a color' });
+    const { seen, subscriber } = finishes();
+    await client.runAgent({ tools: [pickColor] }, subscriber);
+    const pending = setup.byThread.get('agui-mixed')!.pending;
+    const approval = pending.find((p) => p.toolName === 'lookup')!;
+    const picked = pending.find((p) => p.toolName === 'pick_color')!;
+    expect(seen.at(-1)).toMatchObject({
+      outcome: 'interrupt',
+      interrupts: [
+        expect.objectContaining({ id: approval.requestId, toolCallId: 'l1' }),
+        expect.objectContaining({ id: picked.requestId, toolCallId: 'p1', reason: 'client_tool' }),
+      ],
+    });
+    await client.runAgent(
+      {
+        tools: [pickColor],
+        resume: [
+          { interruptId: approval.requestId, status: 'resolved', payload: { approve: true } },
+          { interruptId: picked.requestId, status: 'resolved', payload: 'teal' },
+        ],
+      },
+      subscriber,
+    );
+    expect(seen.at(-1)).toMatchObject({ outcome: 'success' });
+    expect(lastText(client)).toBe('Saw: cube: a word | teal');
+    const stored = (await setup.checkpointer.load('agui-mixed'))!.messages;
+    expect(stored.filter((m) => m.role === 'toolResult').map((m) => m.toolCallId)).toEqual(['l1', 'p1']);
+  });
+});
+
 describe('run state as STATE_SNAPSHOT and STATE_DELTA', () => {
   it("HttpAgent's state after each run equals the agent's stored run-state values", async () => {
     let calls = 0;
