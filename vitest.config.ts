@@ -22,6 +22,7 @@ export default defineConfig({
       { find: /^cubepi\/server$/, replacement: here('./src/server/index.ts') },
       { find: /^cubepi\/client$/, replacement: here('./src/client/index.ts') },
       { find: /^cubepi\/react$/, replacement: here('./src/react/index.ts') },
+      { find: /^cubepi\/studio$/, replacement: here('./src/studio/index.ts') },
       { find: /^cubepi\/worker$/, replacement: here('./src/worker/index.ts') },
       { find: /^cubepi\/evals\/vitest$/, replacement: here('./src/evals/vitest.ts') },
       { find: /^cubepi\/evals$/, replacement: here('./src/evals/index.ts') },

@@ -1,6 +1,7 @@
 // The chat page of `cubepi serve`: vanilla DOM over cubepi/client and cubepi/operators. Threads on the left; the
 // transcript streams token by token; tool calls show live progress; guarded calls get Approve/Deny buttons; Stop
-// cancels the run on the server; a reload mid-run picks the stream up where the thread's history ends. Files attach
+// cancels the run on the server; a reload mid-run picks the stream up where the thread's history ends; Continue asks
+// again for an answer that failed, was stopped or was lost with its server (resumeThread). Files attach
 // by the button, a drop on the form or a paste, and show in the user's message (page/attachments.ts).
 import { Subscription, share, tap, type Observable } from 'rxjs';
 import {
@@ -9,6 +10,7 @@ import {
   getThread,
   listThreads,
   respond,
+  resumeThread,
   runEventsUrl,
   startRun,
   type SequencedEvent,
@@ -33,6 +35,7 @@ const form = $<HTMLFormElement>('prompt-form');
 const promptBox = $<HTMLTextAreaElement>('prompt');
 const sendButton = $<HTMLButtonElement>('send');
 const stopButton = $<HTMLButtonElement>('stop');
+const continueButton = $<HTMLButtonElement>('continue');
 const threadList = $<HTMLUListElement>('threads');
 const attachButton = $<HTMLButtonElement>('attach');
 const fileInput = $<HTMLInputElement>('file-input');
@@ -180,8 +183,21 @@ function showStatus(event: SequencedEvent | undefined): void {
 function setRunning(on: boolean): void {
   sendButton.disabled = on;
   stopButton.hidden = !on;
+  continueButton.hidden = on || !endsRecordOnly(shown);
   for (const item of threadList.querySelectorAll('li')) item.classList.toggle('disabled', on);
   document.body.dataset.running = String(on);
+}
+
+/**
+ * Whether the thread ends with an answer the model never sees (failed, stopped, blocked, or closed as lost with its
+ * server: `isRecordOnly`), which Continue asks for again.
+ */
+function endsRecordOnly(messages: readonly Message[]): boolean {
+  const last = messages.at(-1);
+  return (
+    last?.role === 'assistant' &&
+    (last.stopReason === 'error' || last.stopReason === 'aborted' || last.stopReason === 'blocked')
+  );
 }
 
 // --- runs ----------------------------------------------------------------------------------------------------------
@@ -323,6 +339,9 @@ promptBox.onkeydown = (event) => {
   if (event.key === 'Enter' && !event.shiftKey) form.requestSubmit();
 };
 stopButton.onclick = () => void stop().catch(showError);
+continueButton.onclick = () => {
+  if (running === undefined) show(resumeThread(base, threadId, options), true);
+};
 $<HTMLButtonElement>('new-thread').onclick = () => {
   if (running === undefined) void openThread(newThreadId()).catch(showError);
 };

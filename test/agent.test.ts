@@ -159,6 +159,63 @@ describe('Agent', () => {
       expect(texts(await agent.resume())).toEqual(['user:now', 'assistant:two', 'user:later', 'assistant:three']);
     });
 
+    it('after a failed answer (record-only), asks for it again from the history before it, and keeps it stored', async () => {
+      const seen: (readonly Message[])[] = [];
+      const faux = new FauxProvider({
+        responses: [
+          fauxMessage('one'),
+          // The second call fails (an empty queue is a provider failure); the resumed run gets this answer.
+        ],
+      });
+      const agent = new Agent({ provider: faux, model: 'faux' });
+      await agent.prompt('hi');
+      await agent.prompt('again').catch(() => undefined); // the provider failed: the answer is stored record-only
+      const failed = agent.state.messages.at(-1);
+      expect(failed?.role === 'assistant' && failed.stopReason).toBe('error');
+      expect(failed?.role === 'assistant' && failed.errorMessage).toMatch(/No more faux responses/);
+      faux.setResponses([
+        (messages) => {
+          seen.push([...messages]);
+          return fauxMessage('two');
+        },
+      ]);
+      expect(texts(await agent.resume())).toEqual(['assistant:two']);
+      // The model was asked again on the history as stored: the failed answer is in it, record-only, which every
+      // provider drops from what it sends (transform-messages), so the request ends with the prompt.
+      expect(texts(seen[0]!)).toEqual(['user:hi', 'assistant:one', 'user:again', 'assistant:']);
+      expect(seen[0]![3]).toBe(failed);
+      expect(faux.callCount).toBe(3);
+      expect(agent.state.messages.map((message) => message.role)).toEqual([
+        'user',
+        'assistant',
+        'user',
+        'assistant',
+        'assistant',
+      ]);
+      expect(agent.state.messages[3]).toBe(failed);
+    });
+
+    it('rejects on a history of failed answers only', async () => {
+      const faux = new FauxProvider({ responses: [] });
+      const agent = new Agent({
+        provider: faux,
+        model: 'faux',
+        messages: [
+          {
+            role: 'assistant',
+            content: [],
+            provider: 'faux',
+            model: 'faux',
+            usage: fauxMessage('x').usage,
+            stopReason: 'aborted',
+            timestamp: 1,
+          },
+        ],
+      });
+      await expect(agent.resume()).rejects.toThrow(/only failed answers/);
+      expect(faux.callCount).toBe(0);
+    });
+
     it('is rejected while a run is active', async () => {
       const agent = new Agent({
         provider: new FauxProvider({ responses: [fauxMessage('x')], delayMs: 2 }),

@@ -118,6 +118,17 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/client': ['src/client', 'src/wire', 'src/types'],
   // cubepi/react: hooks over cubepi/client and the UI operators (React an optional peer, imported here only).
   'src/react': ['src/react', 'src/client', 'src/wire', 'src/types', 'operators'],
+  // cubepi/studio: the studio's page and API over a thread store, a trace file and an agent server (Node.js only).
+  'src/studio': [
+    'src/studio',
+    'src/server',
+    'src/client',
+    'src/wire',
+    'src/types',
+    'operators',
+    'src/checkpoint',
+    'src/tracing',
+  ],
   // cubepi/server serves agents: coalesces and numbers their events with the operators, reads threads.
   // (src/tools: the AG-UI route makes an input's frontend tools into client tools, `clientTool`; tools sit below the
   // agent the server already imports.)

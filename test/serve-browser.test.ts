@@ -144,7 +144,7 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
   });
 
   it(
-    'Stop cancels the run mid-stream: the stored thread ends with the aborted answer',
+    'Stop cancels the run mid-stream: the stored thread ends with the aborted answer, which Continue asks for again',
     { timeout: 90_000 },
     async () => {
       const { page, problems } = await open('stop-1');
@@ -156,6 +156,17 @@ describe.skipIf(!haveChromium)('cubepi serve in a headless Chromium', () => {
       expect(messages.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'aborted' });
       expect(await transcript(page)).not.toContain('Done.');
       await page.screenshot({ path: join(output, 'serve-stopped.png') });
+      // Continue asks again for the answer that was stopped: it streams to its end after the aborted one.
+      await page.click('#continue');
+      await page.waitForSelector('body[data-running="false"]', { timeout: 30_000 });
+      await waitForText(page, 'Done.');
+      const after = (await stored('stop-1')) as { role: string; stopReason?: string }[];
+      // The stopped answer stays stored (record-only); the new one follows it, with no new user message.
+      expect(after.slice(0, messages.length)).toEqual(messages);
+      expect(after.length).toBeGreaterThan(messages.length);
+      expect(after.at(-1)).toMatchObject({ role: 'assistant', stopReason: 'stop' });
+      expect(after.filter((m) => m.role === 'user')).toHaveLength(1);
+      expect(await page.locator('#continue').isHidden()).toBe(true);
       expect(problems).toEqual([]);
     },
   );

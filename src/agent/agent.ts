@@ -14,7 +14,7 @@ import type { ForkResult } from '../checkpoint/checkpointer.js';
 import { AgentBusyError, ConfigurationError, InvalidInputError, InvalidStateError } from '../types/errors.js';
 import type { InferOutput, OutputSpec } from '../types/output.js';
 import type { AnyAgentTool } from '../types/tool.js';
-import type { Message } from '../types/messages.js';
+import { isRecordOnly, type Message } from '../types/messages.js';
 import { isPromiseLike } from '../types/is-promise-like.js';
 import { stateFromStored } from '../types/apply-patch.js';
 import {
@@ -209,7 +209,9 @@ export class Agent {
   /**
    * Continues from the current history without a new prompt: valid when the last message is a user or tool result
    * message, or when it is an assistant message and a steering or follow-up message is queued (steering first).
-   * Rejects with {@link InvalidStateError} otherwise (and on an empty history), calling no model.
+   * Record-only answers at the end (failed, cancelled, blocked, or closed as lost by `cubepi/server`: see
+   * `isRecordOnly`) do not count, since the model never sees them: after one, resuming asks for that answer again
+   * (they stay stored). Rejects with {@link InvalidStateError} otherwise (and on an empty history), calling no model.
    *
    * With `options.output`, it resolves to the typed answer and rejects with an `OutputError`, as `prompt()` does.
    */
@@ -653,8 +655,12 @@ export class Agent {
 
   private resumePrompts(): Message[] {
     const messages = this.store.messages;
-    const last = messages[messages.length - 1];
-    if (last === undefined) throw new InvalidStateError('resume(): the history is empty; use prompt()');
+    if (messages.length === 0) throw new InvalidStateError('resume(): the history is empty; use prompt()');
+    // A failed, cancelled, blocked or lost answer is record-only (the model never sees it): what the model sees ends
+    // before it, so resuming asks for that answer again.
+    const last = messages.findLast((message) => message.role !== 'assistant' || !isRecordOnly(message));
+    if (last === undefined)
+      throw new InvalidStateError('resume(): the history holds only failed answers; use prompt()');
     if (last.role !== 'assistant') return [];
     if (this.queues.hasSteering) return []; // the loop drains steering before its first model call
     const followUps = this.queues.takeFollowUps();

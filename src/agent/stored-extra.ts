@@ -19,6 +19,11 @@ export const APPROVALS_KEY = 'cubepi:approvals';
  * {@link MAX_ANSWERED_KEYS}, each with the run its answer resumed. Reserved.
  */
 export const INPUTS_KEY = 'cubepi:inputs';
+/**
+ * The key under which `cubepi/server` records, on a chat's original thread, the fork the chat id serves since a
+ * regenerate (`{ of, threadId }`). Reserved: not part of the thread's run state.
+ */
+export const HEAD_KEY = 'cubepi:head';
 /** How many answered idempotency keys a thread keeps (the oldest are dropped). */
 export const MAX_ANSWERED_KEYS = 100;
 
@@ -63,7 +68,13 @@ export function decodeStoredExtra(extra: Readonly<Record<string, unknown>>): {
   approvals: StoredApprovals | undefined;
   answered: readonly InputKeyRecord[];
 } {
-  const { [STATE_KEY]: stored, [APPROVALS_KEY]: approvals, [INPUTS_KEY]: answered, ...values } = extra;
+  const {
+    [STATE_KEY]: stored,
+    [APPROVALS_KEY]: approvals,
+    [INPUTS_KEY]: answered,
+    [HEAD_KEY]: _head,
+    ...values
+  } = extra;
   return {
     state: stateFromStored(values, stored),
     approvals: checkApprovals(approvals),

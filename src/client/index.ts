@@ -1,6 +1,7 @@
 /**
  * `cubepi/client`: a cubepi server's runs as Observables, in the browser or anywhere with `fetch` (no Node import).
- * Watch a run (`fromAgentEvents`), start one (`startRun`: unsubscribing cancels it), answer approvals (`respond`),
+ * Watch a run (`fromAgentEvents`), start one (`startRun`: unsubscribing cancels it), continue a thread
+ * (`resumeThread`: after a failed or lost run), answer approvals (`respond`),
  * read threads (`getThread`). Pipe the events through `cubepi/operators` (`assembleMessages`, `toolActivity`) into any
  * UI. See `docs/ui.md`.
  * @module
@@ -28,6 +29,7 @@ export {
   listThreadPage,
   type ListThreadsClientOptions,
   respond,
+  resumeThread,
   runEventsUrl,
   startRun,
   type RemoteThread,

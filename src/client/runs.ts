@@ -53,6 +53,27 @@ export function startRun(
 }
 
 /**
+ * Continues `threadId` without a new prompt (`agent.resume$` on the server: `POST /threads/:id/runs` with
+ * `{"resume": true}`) and streams the run's events: the model answers the history as it is. What a "Continue" button
+ * does after a run failed or was lost with its server (`RunLostError`): the answer it never finished is asked for
+ * again. Cold and cancelled by unsubscribing, like {@link startRun}. Errors with `AgentServerError` 409 when there is
+ * nothing to continue (an empty thread, or one that ends with an answer), 501 from a run-queue server.
+ *
+ * @example
+ * run$.subscribe({ error: (error) => { if (error instanceof RunLostError) continueButton.hidden = false; } });
+ * continueButton.onclick = () => resumeThread('/api/agent', 'thread-1').pipe(assembleMessages(history)).subscribe(render);
+ */
+export function resumeThread(
+  baseUrl: string,
+  threadId: string,
+  options: RunClientOptions = {},
+): Observable<SequencedEvent> {
+  return ownedRun(baseUrl, options, () =>
+    post(baseUrl, `threads/${encodeURIComponent(threadId)}/runs`, { resume: true }, options),
+  );
+}
+
+/**
  * Answers an approval request of `threadId` (`{ approve: true }`, `{ deny: reason }` or `{ edit: args }`; a client
  * tool's call with `{ output, isError? }`, see docs/approvals.md). When it
  * was the last open request of its batch, the resumed run's events follow (unsubscribing cancels that run, as for

@@ -5,6 +5,8 @@
  */
 export { useObservable } from './use-observable.js';
 export { useThread } from './use-thread.js';
+export { useRun } from './use-run.js';
+export { CONNECTING_VIEW, runView$, type RunStatus, type RunView, type RunViewOptions } from './run-view.js';
 export {
   LOADING_VIEW,
   threadView$,

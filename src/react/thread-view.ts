@@ -4,15 +4,14 @@
  * @module
  */
 import { Observable, Subject, type Subscription } from 'rxjs';
-import { assembleMessages } from '../../operators/assemble-messages.js';
-import { throttleDeltas } from '../../operators/throttle-deltas.js';
-import { toolActivity, type ToolActivity } from '../../operators/tool-activity.js';
+import type { ToolActivity } from '../../operators/tool-activity.js';
 import { cancelRun, getThread, respond, runEventsUrl, startRun, type RunClientOptions } from '../client/runs.js';
 import { fromAgentEvents } from '../client/from-agent-events.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import type { SequencedEvent } from '../wire/frames.js';
+import { watchEvents, watchReconnects } from './stream-watch.js';
 
 /** Options of {@link useThread} and {@link threadView$}. */
 export interface ThreadOptions extends RunClientOptions {
@@ -78,8 +77,6 @@ export const LOADING_VIEW: ThreadView = Object.freeze({
   stop: noop,
 });
 
-const EVENTS_PATH = /\/runs\/[^/]+\/events(\?|$)/;
-
 /**
  * The thread `threadId` of the server at `baseUrl`, as a {@link ThreadView} per change. Cold: subscribing reads the
  * thread (its stored messages and pending approvals) and, when it has an active run, watches it from its start.
@@ -108,22 +105,13 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
     let streaming = 0;
     let reconnecting = false;
     let closed = false;
-    const eventUrls = new Map<string, number>();
 
     // Every run stream's connection attempts go through here: a second attempt at one run's events is a reconnect.
-    const baseFetch = options.fetch ?? globalThis.fetch.bind(globalThis);
-    const watchingFetch: typeof fetch = (input, init) => {
-      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-      if (EVENTS_PATH.test(url)) {
-        const attempts = (eventUrls.get(url) ?? 0) + 1;
-        eventUrls.set(url, attempts);
-        if (attempts > 1 && !reconnecting) {
-          reconnecting = true;
-          emit();
-        }
-      }
-      return baseFetch(input, init);
-    };
+    const watchingFetch = watchReconnects(options.fetch, () => {
+      if (reconnecting) return;
+      reconnecting = true;
+      emit();
+    });
     const client: RunClientOptions = { ...options, fetch: watchingFetch };
 
     const currentStatus = (): ThreadStatus =>
@@ -251,14 +239,19 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
         for (const request of thread.pending) requests.set(request.requestId, request);
         setApprovals();
         pipelines.push(
-          events.pipe(throttleDeltas(options.throttleMs ?? 16), assembleMessages(thread.messages)).subscribe((next) => {
-            messages = next;
-            emit();
-          }),
-          events.pipe(toolActivity()).subscribe((next) => {
-            activity = next;
-            emit();
-          }),
+          ...watchEvents(
+            events,
+            thread.messages,
+            options.throttleMs,
+            (next) => {
+              messages = next;
+              emit();
+            },
+            (next) => {
+              activity = next;
+              emit();
+            },
+          ),
         );
         // Watch the run already going (started elsewhere): from its start, after the messages stored before it.
         if (thread.activeRunId !== null) {

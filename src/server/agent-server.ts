@@ -199,6 +199,14 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
 
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     const body = await readJsonBody(request, settings.maxBodyBytes);
+    if (resumeRequested(body)) {
+      // "Continue": the thread's history as it is (after a run that failed or was lost, its answer asked again).
+      // 409 when there is nothing to continue (an empty thread, or one that ends with an answer).
+      const runId = await startClaimed(principal, 'start_run', threadId, (agent, runOptions) =>
+        agent.resume$(runOptions),
+      );
+      return json(201, { runId, threadId });
+    }
     // User content only, checked before anything is admitted, claimed or stored (400 otherwise).
     const input = userInput((body as { input?: unknown } | null)?.input, settings.maxFileBytes);
     const runId = await startPrompt(principal, 'start_run', threadId, input);
@@ -487,6 +495,21 @@ function lastAnswerSeq(messages: readonly Message[]): number {
   const user = messages.findLastIndex((message) => message.role === 'user');
   if (user === -1) throw new InvalidStateError('regenerate: the thread has no user message to answer again');
   return user + 1 < messages.length ? user + 1 : user;
+}
+
+/**
+ * Whether a `POST /threads/:id/runs` body asks to continue the thread (`{"resume": true}`, no `input`); 400 for a body
+ * with both, or with a `resume` that is not `true`.
+ */
+function resumeRequested(body: unknown): boolean {
+  if (typeof body !== 'object' || body === null || !('resume' in body)) return false;
+  if (body.resume !== true) {
+    throw new HttpError(400, 'invalid_input', '`resume` must be true (or absent)');
+  }
+  if ((body as { input?: unknown }).input !== undefined) {
+    throw new HttpError(400, 'invalid_input', 'the body is either {"input": …} or {"resume": true}, not both');
+  }
+  return true;
 }
 
 function resolveSettings(options: AgentServerOptions): ServerSettings {

@@ -167,6 +167,10 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
   async function startRun(principal: Principal, request: Request, threadId: string): Promise<Response> {
     checkOpen();
     const body = await readJsonBody(request, settings.maxBodyBytes);
+    if (typeof body === 'object' && body !== null && 'resume' in body) {
+      // A queued run that loses its worker is taken over by another (docs/scale-out.md): nothing is left to continue.
+      throw new HttpError(501, 'not_implemented', '`resume` is served by createAgentServer only, not on a run queue');
+    }
     // User content only, checked before anything is admitted, claimed or queued (400 otherwise).
     const input = userInput((body as { input?: unknown } | null)?.input, settings.maxFileBytes);
     const key = (body as { idempotencyKey?: unknown } | null)?.idempotencyKey;

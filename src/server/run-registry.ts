@@ -15,6 +15,7 @@ import type { RunBudget } from '../types/limits.js';
 import type { Principal } from '../types/principal.js';
 import type { AgentEvent } from '../types/agent-events.js';
 import { toWireError, type WireError } from '../wire/frames.js';
+import { saveHead, storedHead } from './chat-head.js';
 import { closeLostRun, findLostRun } from './lost-run.js';
 import { RunLog } from './run-log.js';
 
@@ -66,7 +67,9 @@ export class RunRegistry {
   private readonly agents = new Map<string, Promise<Agent>>();
   /**
    * The fork each served thread id now names, when a run moved its agent to one (`retryFrom`: a regenerate): an agent
-   * made again for the thread (after eviction) is made for the fork, so the id keeps serving the newest branch.
+   * made again for the thread (after eviction) is made for the fork, so the id keeps serving the newest branch. With a
+   * checkpointer the mapping is also stored with the original thread (`saveHead`) and read back when its agent is
+   * made, so a new process on the same checkpointer serves the fork too.
    */
   private readonly heads = new Map<string, string>();
   /** The ended runs still retained, oldest first, with their forget timer and size. */
@@ -84,10 +87,11 @@ export class RunRegistry {
   agentFor(threadId: string, principal: Principal): Promise<Agent> {
     let agent = this.agents.get(threadId);
     if (agent === undefined) {
-      const head = this.heads.get(threadId) ?? threadId;
-      agent = Promise.resolve()
-        .then(() => this.closeLostRun(head))
-        .then(() => this.options.agent(head, principal));
+      const known = this.heads.get(threadId);
+      agent = Promise.resolve(known ?? this.loadHead(threadId)).then(async (head) => {
+        await this.closeLostRun(head);
+        return this.options.agent(head, principal);
+      });
       // A factory that failed is asked again next time.
       agent.catch(() => this.agents.delete(threadId));
       this.agents.set(threadId, agent);
@@ -98,6 +102,17 @@ export class RunRegistry {
       this.agents.set(threadId, agent);
     }
     return agent;
+  }
+
+  /** The thread `threadId` serves: the fork stored with it by a regenerate of an earlier process, else itself. */
+  private async loadHead(threadId: string): Promise<string> {
+    const checkpointer = this.options.checkpointer;
+    if (checkpointer === undefined) return threadId;
+    const data = await checkpointer.load(threadId);
+    const stored = data === null ? undefined : storedHead(threadId, data.extra);
+    // A run of this process may have moved the thread meanwhile: the newer mapping wins.
+    if (stored !== undefined && !this.heads.has(threadId)) this.heads.set(threadId, stored);
+    return this.heads.get(threadId) ?? threadId;
   }
 
   /**
@@ -128,10 +143,12 @@ export class RunRegistry {
     const threadId = this.lostThreads.get(runId) ?? threadHint;
     if (checkpointer === undefined || threadId === undefined || this.runs.has(runId)) return undefined;
     await this.agentFor(threadId, principal);
-    const data = await checkpointer.load(threadId);
+    // Opening the thread found the run lost on the fork it serves, if it was there.
+    const thread = this.lostThreads.get(runId) ?? threadId;
+    const data = await checkpointer.load(thread);
     const lost = data === null ? undefined : findLostRun(data.messages, data.extra, runId);
     if (data === null || lost === undefined || lost.open) return undefined;
-    return { runId, threadId, messages: data.messages.slice(lost.from, lost.to) };
+    return { runId, threadId: thread, messages: data.messages.slice(lost.from, lost.to) };
   }
 
   /** The run's thread and owner (live, or ended and still retained). */
@@ -205,11 +222,20 @@ export class RunRegistry {
       const finish = (frame: { kind: 'end' } | { kind: 'error'; error: WireError }) => {
         holder.closed = true;
         this.live.delete(holder);
-        if (agent.threadId !== undefined && agent.threadId !== threadId) this.heads.set(threadId, agent.threadId);
+        const head = agent.threadId !== undefined && agent.threadId !== threadId ? agent.threadId : undefined;
+        const moved = head !== undefined && this.heads.get(threadId) !== head;
+        if (head !== undefined) this.heads.set(threadId, head);
         void budget?.release();
-        if (served === undefined) return;
-        served.log.append({ ...frame, seq: seq + 1, runId: served.log.runId });
-        this.release(threadId, served.log.runId);
+        const end = () => {
+          if (served === undefined || this.closed) return;
+          served.log.append({ ...frame, seq: seq + 1, runId: served.log.runId });
+          this.release(threadId, served.log.runId);
+        };
+        // A run that moved the thread to a fork ends once the move is stored: a client that saw it end and asks
+        // another process gets the fork. A failed write leaves the mapping in this process's memory only.
+        const checkpointer = this.options.checkpointer;
+        if (!moved || checkpointer === undefined) end();
+        else void saveHead(checkpointer, threadId, head).then(end, end);
       };
       const base: RunOptions = { signal: controller.signal, principal };
       const runOptions: RunOptions = budget === undefined ? base : { ...base, limits: budget.limits };

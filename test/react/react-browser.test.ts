@@ -1,11 +1,15 @@
 // cubepi/react in a real React app: test/react/app.mjs bundled by esbuild, served next to a createAgentServer with
 // FauxProvider agents, driven in a headless Chromium. useThread streams a run's messages in, answers an approval with
 // approve(), stop() cancels the run on the server, and unmounting cancels the component's own run but not a run it
-// only watched. useObservable (in StrictMode) subscribes once, never shows two values in one commit while the source
-// emits during concurrent renders, and unsubscribes on unmount.
+// only watched. useRun watches another client's run to its end (one stream per mount in StrictMode), its stop()
+// cancels it and unmounting does not. When the SSE stream is cut mid-run, useThread and useRun show `reconnecting`,
+// resume from Last-Event-ID and end with the stored answer, no delta lost or repeated. useObservable (in StrictMode)
+// subscribes once, never shows two values in one commit while the source emits during concurrent renders, and
+// unsubscribes on unmount.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +35,23 @@ describe.skipIf(!haveChromium)('cubepi/react in a headless Chromium', () => {
   let origin = '';
   let context: BrowserContext;
   let dir = '';
+  /** Event-stream requests of the page, per run id; its open event streams; its resumes and those held back. */
+  const pageStreams = new Map<string, number>();
+  const openStreams = new Set<ServerResponse>();
+  const resumes: { runId: string; after: number }[] = [];
+  let holding = false;
+  let held: (() => void)[] = [];
+
+  /** Cuts every event stream the page has open (their sockets destroyed mid-response) and holds its resumes. */
+  const cutStreams = () => {
+    holding = true;
+    for (const response of openStreams) response.socket?.destroy();
+  };
+  const releaseResumes = () => {
+    holding = false;
+    for (const go of held) go();
+    held = [];
+  };
 
   beforeAll(async () => {
     const bundle = await esbuild.build({
@@ -62,6 +83,22 @@ describe.skipIf(!haveChromium)('cubepi/react in a headless Chromium', () => {
     });
     const api = toNodeListener(server);
     http = createServer((request, response) => {
+      const events = /^\/runs\/([^/?]+)\/events/.exec(request.url ?? '');
+      if (events !== null && (request.headers['user-agent'] ?? '').includes('Chrome')) {
+        // The page's run streams: counted per run, open ones kept so a test can cut them, resumes held on request.
+        const runId = decodeURIComponent(events[1]!);
+        pageStreams.set(runId, (pageStreams.get(runId) ?? 0) + 1);
+        openStreams.add(response);
+        response.on('close', () => openStreams.delete(response));
+        const resumeFrom = request.headers['last-event-id'];
+        if (resumeFrom !== undefined) {
+          resumes.push({ runId, after: Number(resumeFrom) });
+          if (holding) {
+            held.push(() => void api(request, response));
+            return;
+          }
+        }
+      }
       if (request.url === '/' || request.url === '/app.js') {
         const js = request.url === '/app.js';
         response.writeHead(200, { 'content-type': js ? 'text/javascript' : 'text/html' });
@@ -216,6 +253,122 @@ describe.skipIf(!haveChromium)('cubepi/react in a headless Chromium', () => {
     await page.evaluate('window.unmount()');
     const events = await others;
     expect(events.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 90_000);
+  /** Another client's run on `threadId`, already streaming: its events (to its end) and its run id. */
+  async function othersRun(threadId: string): Promise<{ events: Promise<SequencedEvent[]>; runId: string }> {
+    const events = lastValueFrom(startRun(origin, threadId, 'Define cube').pipe(toArray()));
+    let runId: string | null = null;
+    await expect
+      .poll(async () => (runId = (await getThread(origin, threadId)).activeRunId), { timeout: 30_000 })
+      .not.toBeNull();
+    return { events, runId: runId! };
+  }
+  /** The text of the last assistant message the server stored on `threadId`. */
+  const storedAnswer = async (threadId: string) => {
+    const last = (await getThread(origin, threadId)).messages.at(-1)!;
+    return last.role === 'assistant' ? last.content.map((b) => (b.type === 'text' ? b.text : '')).join('') : '';
+  };
+  const runText = `window.run.messages.at(-1).content.map((b) => b.text ?? '').join('')`;
+
+  it("useRun watches another client's run to its end, with one stream per mount in StrictMode", async () => {
+    const { page, problems } = await open();
+    const { events, runId } = await othersRun('slow-watch');
+    await page.evaluate(`window.mountRun(${JSON.stringify(runId)}, 'slow-watch')`);
+    await page.waitForFunction(`window.run?.status === 'done'`, undefined, { timeout: 60_000 });
+    expect((await events).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    expect(await page.evaluate('window.run.outcome')).toBe('completed');
+    expect(await page.evaluate<string[]>('window.runStatuses')).toEqual(['connecting', 'running', 'done']);
+    expect(await page.evaluate<number>('window.runLengths.length')).toBeGreaterThan(5); // streamed, not at the end
+    const roles = await page.evaluate<string[]>('window.run.messages.map((m) => m.role)');
+    expect(roles).toEqual(['user', 'assistant', 'toolResult', 'assistant']);
+    expect(await page.evaluate<string>(runText)).toBe(await storedAnswer('slow-watch'));
+    // StrictMode mounted, unmounted and mounted again: the page opened the run's stream once.
+    expect(pageStreams.get(runId)).toBe(1);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 90_000);
+
+  it("useRun's stop() cancels the run on the server; unmounting does not", async () => {
+    const { page, problems } = await open();
+    const stopped = await othersRun('slow-run-stop');
+    await page.evaluate(`window.mountRun(${JSON.stringify(stopped.runId)}, 'slow-run-stop')`);
+    await page.waitForFunction('window.runLengths.length > 3', undefined, { timeout: 60_000 });
+    await page.evaluate('window.run.stop()');
+    await page.waitForFunction(`window.run.status === 'done'`, undefined, { timeout: 30_000 });
+    expect(await page.evaluate('window.run.outcome')).toBe('cancelled');
+    expect((await stopped.events).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+    expect(await outcome(stopped.runId)).toBe('cancelled');
+    await page.close();
+
+    const second = await open();
+    const watched = await othersRun('slow-run-leave');
+    await second.page.evaluate(`window.mountRun(${JSON.stringify(watched.runId)}, 'slow-run-leave')`);
+    await second.page.waitForFunction(`window.run?.status === 'running' && window.runLengths.length > 1`, undefined, {
+      timeout: 60_000,
+    });
+    await second.page.evaluate('window.unmount()');
+    // The page's stream closed with the component, and the run went on to its end.
+    await expect.poll(() => openStreams.size, { timeout: 30_000 }).toBe(0);
+    expect((await getThread(origin, 'slow-run-leave')).activeRunId).toBe(watched.runId);
+    expect((await watched.events).at(-1)).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    expect([...problems, ...second.problems]).toEqual([]);
+    await second.page.close();
+  }, 90_000);
+
+  it('a cut stream shows reconnecting in useThread, resumes from Last-Event-ID, and ends idle with the stored answer', async () => {
+    const { page, problems } = await open();
+    await page.evaluate(`window.mount('slow-cut')`);
+    await page.waitForFunction(`window.view?.status === 'idle'`);
+    await page.evaluate(`window.view.send('Define cube')`);
+    await page.waitForFunction('window.lengths.length > 3', undefined, { timeout: 60_000 });
+    const [runId] = await page.evaluate<string[]>('window.runIds');
+    const before = resumes.length;
+    cutStreams();
+    await page.waitForFunction(`window.view.status === 'reconnecting'`, undefined, { timeout: 30_000 });
+    await expect.poll(() => held.length, { timeout: 30_000 }).toBe(1);
+    releaseResumes();
+    await page.waitForFunction(`window.view.status === 'idle'`, undefined, { timeout: 60_000 });
+    const resumed = resumes.slice(before);
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]!.runId).toBe(runId);
+    expect(resumed[0]!.after).toBeGreaterThan(0);
+    const statuses = await page.evaluate<string[]>('window.statuses');
+    expect(statuses.slice(-4)).toEqual(['running', 'reconnecting', 'running', 'idle']);
+    const text = await page.evaluate<string>(`window.view.messages.at(-1).content.map((b) => b.text ?? '').join('')`);
+    expect(text).toBe(await storedAnswer('slow-cut'));
+    expect(text).toContain(ANSWER);
+    expect(await outcome(runId!)).toBe('completed');
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 90_000);
+
+  it('a cut stream shows reconnecting in useRun, resumes from Last-Event-ID, and ends done with the stored answer', async () => {
+    const { page, problems } = await open();
+    const { events, runId } = await othersRun('slow-run-cut');
+    await page.evaluate(`window.mountRun(${JSON.stringify(runId)}, 'slow-run-cut')`);
+    await page.waitForFunction('window.runLengths.length > 3', undefined, { timeout: 60_000 });
+    const before = resumes.length;
+    cutStreams();
+    await page.waitForFunction(`window.run.status === 'reconnecting'`, undefined, { timeout: 30_000 });
+    await expect.poll(() => held.length, { timeout: 30_000 }).toBe(1);
+    releaseResumes();
+    await page.waitForFunction(`window.run.status === 'done'`, undefined, { timeout: 60_000 });
+    expect(resumes.slice(before)).toEqual([{ runId, after: expect.any(Number) as number }]);
+    expect(resumes.at(-1)!.after).toBeGreaterThan(0);
+    expect(await page.evaluate<string[]>('window.runStatuses')).toEqual([
+      'connecting',
+      'running',
+      'reconnecting',
+      'running',
+      'done',
+    ]);
+    await events;
+    const text = await page.evaluate<string>(runText);
+    expect(text).toBe(await storedAnswer('slow-run-cut'));
+    expect(text).toContain(ANSWER);
+    expect(pageStreams.get(runId)).toBe(2);
     expect(problems).toEqual([]);
     await page.close();
   }, 90_000);

@@ -13,6 +13,7 @@ import {
   AgentServerError,
   fromAgentEvents,
   getThread,
+  resumeThread,
   runEventsUrl,
   RunLostError,
   startRun,
@@ -131,6 +132,45 @@ describe.each(['sse', 'websocket'] as const)('a server restarted mid-run (%s)', 
     expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'toolResult', 'assistant', 'user', 'assistant']);
     expect(JSON.stringify(stored[stored.length - 1])).toContain('Done after the restart.');
 
+    first.served.server.close();
+  });
+
+  it('continues the lost run ("Continue": resumeThread) on the repaired transcript, and refuses when nothing is left', async () => {
+    const file = join(dir, `${transport}-continue.db`);
+    const first = await serveOn(file, 'never said');
+    const options: RunClientOptions = { transport, WebSocket, retry: { initialDelayMs: 20, maxAttempts: 2 } };
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const runId = (await firstValueFrom(startRun(first.served.base, 't3', 'Do the thing', options))).runId;
+    await running;
+    first.served.http.closeAllConnections();
+    await new Promise<void>((resolve) => first.served.http.close(() => resolve()));
+    const second = await serveOn(file, 'Finished on the second try.');
+    opened.push(second.served);
+    const lost = await lastValueFrom(
+      fromAgentEvents(runEventsUrl(second.served.base, runId, transport, 't3'), options),
+    ).catch((e: unknown) => e);
+    expect(lost).toBeInstanceOf(RunLostError);
+
+    // No new prompt: the model answers the history as it is (the closing message is record-only, never sent).
+    const events = await lastValueFrom(resumeThread(second.served.base, 't3', options).pipe(toArray()));
+    expect(events[events.length - 1]).toMatchObject({ type: 'agent_end', outcome: 'completed' });
+    const stored = (await second.checkpointer.load('t3'))!.messages;
+    expectConsistentTranscript(stored);
+    expectNoTwoUsersInARow(stored);
+    expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'toolResult', 'assistant', 'assistant']);
+    expect(stored[3]).toMatchObject({ stopReason: 'aborted' });
+    expect(JSON.stringify(stored[4])).toContain('Finished on the second try.');
+
+    // The thread ends with an answer now: nothing to continue (409, no model call); both keys at once: 400.
+    const refused = await lastValueFrom(resumeThread(second.served.base, 't3', options)).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 409 });
+    const both = await fetch(`${second.served.base}/threads/t3/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: 'x', resume: true }),
+    });
+    expect(both.status).toBe(400);
+    expect((await second.checkpointer.load('t3'))!.messages).toHaveLength(5);
     first.served.server.close();
   });
 

@@ -312,6 +312,9 @@ describe.skipIf(!pgAvailable)('the agent server on a run queue (cubepi/client ov
     expect((await post('/threads/a%00b/runs', '{"input":"x"}')).status).toBe(400);
     expect((await post('/threads/t/runs', '{"nope":1}')).status).toBe(400);
     expect((await post('/threads/t/runs', '{"input":42}')).status).toBe(400);
+    const resumed = await post('/threads/t/runs', '{"resume":true}');
+    expect(resumed.status).toBe(501);
+    expect(await resumed.json()).toMatchObject({ error: { code: 'not_implemented' } });
     expect((await post('/threads/t/approvals/r1', '{"approve":true}')).status).toBe(409);
     const chat = await post('/chat', '{}');
     expect(chat.status).toBe(501);
