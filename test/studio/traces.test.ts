@@ -4,8 +4,10 @@
 import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { filter, lastValueFrom, from as fromArray } from 'rxjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createTraceReader, type StudioSpan } from 'cubepi/studio';
+import { spansFromEvents } from '../../page/studio/live-spans.js';
 import { writeFixtureTrace, type TraceFixture } from './trace-fixture.js';
 
 let fixture: TraceFixture;
@@ -193,5 +195,24 @@ describe('createTraceReader', () => {
     expect(big.spans[1]!.label).toBe('t0');
     // Not a timing assertion (bench/ measures): a sanity bound so an accidental O(n²) shows up.
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('a live run (spansFromEvents over its events) has the bars its recorded trace has', async () => {
+    const reader = createTraceReader(fixture.file);
+    for (const runId of [fixture.first, fixture.second]) {
+      const recorded = (await reader.run(runId))!.spans;
+      const live = await lastValueFrom(
+        fromArray(fixture.events).pipe(
+          filter((e) => e.runId === runId),
+          spansFromEvents(),
+        ),
+      );
+      expect(tree(live).sort()).toEqual(tree(recorded).sort());
+      const usage = (spans: readonly StudioSpan[]) =>
+        spans
+          .filter((s) => s.kind === 'model' || s.kind === 'run')
+          .map((s) => [s.attributes['gen_ai.usage.input_tokens'], s.attributes['cubepi.usage.cost_usd']]);
+      expect(usage(live).sort()).toEqual(usage(recorded).sort());
+    }
   });
 });
