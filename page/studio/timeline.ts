@@ -1,5 +1,6 @@
 /**
- * The run timeline: a waterfall of a run's spans. (Skeleton: the timeline helper fills this in.)
+ * The run timeline: a waterfall of a run's spans (run > turns > model attempts > tool calls > approvals, hooks and
+ * guardrails as they ran), bars on a time axis, coloured by kind. Vanilla DOM; styles in timeline.css (`tl-`).
  * @module
  */
 import type { StudioSpan } from '../../src/studio/api.js';
@@ -12,8 +13,324 @@ export interface TimelineView {
   destroy(): void;
 }
 
-/** A timeline in `container`. */
+/** One row: its element, the parts updated in place, and the span it shows now. */
+interface Row {
+  readonly element: HTMLElement;
+  readonly name: HTMLElement;
+  readonly duration: HTMLElement;
+  span: StudioSpan;
+  depth: number;
+}
+
+/**
+ * A timeline in `container`. `show(spans)` draws rows in tree order (children under their parent, siblings by start;
+ * a span whose parent is not among them is a root), each bar placed by its start and duration on a shared time axis
+ * with ticks, its duration written after it, coloured by kind (`tl-k-<kind>`), errors marked (`tl-error`), retries and
+ * fallbacks badged. Hovering a row shows its span's attributes below the rows; clicking pins it (click again to
+ * unpin). Spans with `durationMs: null` grow with the clock: one `requestAnimationFrame` loop runs while any is open.
+ *
+ * Cheap to call at 60 Hz: rows are kept by `spanId`; a span given as the same object as before is not touched, a
+ * changed one is updated in place, and rows are only re-ordered when the tree changed. Bars are positioned by CSS
+ * custom properties (`--s`, `--d` per row, `--tl-k` on the view: 1 / the axis's extent), so a longer axis moves every
+ * bar without touching them. All rows are built in one pass from one HTML string; one listener per event type on
+ * the view (delegation), none per row.
+ *
+ * @example
+ * const timeline = mountTimeline(document.querySelector('#timeline')!);
+ * timeline.show((await (await fetch('studio-api/runs/' + runId)).json()).spans);
+ */
 export function mountTimeline(container: HTMLElement): TimelineView {
-  container.textContent = 'timeline: not built yet';
-  return { show: () => undefined, destroy: () => container.replaceChildren() };
+  const root = document.createElement('div');
+  root.className = 'tl';
+  root.innerHTML =
+    '<div class="tl-head"><div class="tl-head-label">span</div><div class="tl-axis"></div></div>' +
+    '<div class="tl-rows" role="tree"></div><div class="tl-detail" hidden></div>';
+  const axis = root.querySelector<HTMLElement>('.tl-axis')!;
+  const body = root.querySelector<HTMLElement>('.tl-rows')!;
+  const detail = root.querySelector<HTMLElement>('.tl-detail')!;
+  container.replaceChildren(root);
+
+  const rows = new Map<string, Row>();
+  let order: string[] = [];
+  let shown: readonly StudioSpan[] = [];
+  let origin = 0;
+  /** The latest end of a closed span, from the origin. */
+  let closedEnd = 0;
+  let extent = 1;
+  const openRows = new Set<Row>();
+  let frame: number | undefined;
+  let pinned: string | undefined;
+  let hovered: string | undefined;
+  let destroyed = false;
+
+  const setExtent = (next: number): void => {
+    const value = Math.max(next, 1);
+    if (value === extent) return;
+    extent = value;
+    root.style.setProperty('--tl-k', String(1 / extent));
+    axis.innerHTML = ticksHtml(extent);
+  };
+  root.style.setProperty('--tl-k', '1');
+  axis.innerHTML = ticksHtml(1);
+
+  const tickOpen = (): void => {
+    frame = undefined;
+    if (destroyed || openRows.size === 0) return;
+    const now = Date.now();
+    setExtent(Math.max(closedEnd, now - origin));
+    for (const row of openRows) {
+      const d = Math.max(0, now - row.span.startMs);
+      row.element.style.setProperty('--d', String(d));
+      row.duration.textContent = `${formatMs(d)}…`;
+    }
+    frame = requestAnimationFrame(tickOpen);
+  };
+
+  const place = (row: Row): void => {
+    const { span } = row;
+    const style = row.element.style;
+    style.setProperty('--s', String(span.startMs - origin));
+    style.setProperty('--d', String(span.durationMs ?? Math.max(0, Date.now() - span.startMs)));
+    style.setProperty('--depth', String(row.depth));
+  };
+
+  const refresh = (row: Row, span: StudioSpan): void => {
+    const before = row.span;
+    row.span = span;
+    row.element.className = rowClass(span);
+    if (pinned === span.spanId) row.element.classList.add('tl-pinned');
+    if (before.label !== span.label) row.name.parentElement!.title = span.label;
+    if (before.label !== span.label || before.status !== span.status || before.attributes !== span.attributes)
+      row.name.innerHTML = nameHtml(span);
+    row.duration.textContent = span.durationMs === null ? '…' : formatMs(span.durationMs);
+    if (span.durationMs === null) openRows.add(row);
+    else openRows.delete(row);
+  };
+
+  const show = (spans: readonly StudioSpan[]): void => {
+    if (destroyed || spans === shown) return;
+    shown = spans;
+    const { ids, depths } = treeOrder(spans);
+    const byId = new Map<string, StudioSpan>();
+    let first = Infinity;
+    let end = 0;
+    for (const span of spans) {
+      byId.set(span.spanId, span);
+      if (span.startMs < first) first = span.startMs;
+    }
+    if (first === Infinity) first = 0;
+    const moved = first !== origin;
+    origin = first;
+    for (const span of spans)
+      if (span.durationMs !== null) end = Math.max(end, span.startMs + span.durationMs - origin);
+    closedEnd = end;
+
+    // The rows not seen before, built in one pass from one string.
+    const fresh = ids.filter((id) => !rows.has(id));
+    if (fresh.length > 0) {
+      const template = document.createElement('template');
+      template.innerHTML = fresh.map((id) => rowHtml(byId.get(id)!)).join('');
+      const elements = template.content.children;
+      for (let i = 0; i < fresh.length; i++) {
+        const element = elements[i] as HTMLElement;
+        const span = byId.get(fresh[i]!)!;
+        const row: Row = {
+          element,
+          name: element.querySelector<HTMLElement>('.tl-name')!,
+          duration: element.querySelector<HTMLElement>('.tl-dur')!,
+          span,
+          depth: depths.get(span.spanId)!,
+        };
+        rows.set(span.spanId, row);
+        if (span.durationMs === null) openRows.add(row);
+        place(row);
+      }
+    }
+    // Rows no longer shown.
+    for (const [id, row] of rows) {
+      if (byId.has(id)) continue;
+      row.element.remove();
+      openRows.delete(row);
+      rows.delete(id);
+    }
+    // Rows whose span changed (or all, when the origin moved): updated in place.
+    for (const id of ids) {
+      const row = rows.get(id)!;
+      const span = byId.get(id)!;
+      const depth = depths.get(id)!;
+      if (span !== row.span || depth !== row.depth || moved) {
+        if (span !== row.span) refresh(row, span);
+        row.depth = depth;
+        place(row);
+      }
+    }
+    if (!sameOrder(ids, order)) {
+      const fragment = document.createDocumentFragment();
+      for (const id of ids) fragment.append(rows.get(id)!.element);
+      body.replaceChildren(fragment);
+      order = ids;
+    }
+    setExtent(openRows.size > 0 ? Math.max(end, Date.now() - origin) : end);
+    const focused = pinned ?? hovered;
+    if (focused !== undefined) showDetail(focused);
+    if (openRows.size > 0 && frame === undefined) frame = requestAnimationFrame(tickOpen);
+  };
+
+  const showDetail = (id: string | undefined): void => {
+    const span = id === undefined ? undefined : rows.get(id)?.span;
+    if (span === undefined) {
+      detail.hidden = true;
+      detail.replaceChildren();
+      return;
+    }
+    detail.hidden = false;
+    detail.innerHTML = detailHtml(span, origin, pinned === id);
+  };
+
+  const rowOf = (event: Event): string | undefined =>
+    (event.target as Element | null)?.closest<HTMLElement>('.tl-row')?.dataset.id;
+  const onOver = (event: Event): void => {
+    const id = rowOf(event);
+    if (id === undefined || id === hovered) return;
+    hovered = id;
+    if (pinned === undefined) showDetail(id);
+  };
+  const onLeave = (): void => {
+    hovered = undefined;
+    if (pinned === undefined) showDetail(undefined);
+  };
+  const onClick = (event: Event): void => {
+    const id = rowOf(event);
+    if (id === undefined) return;
+    rows.get(pinned ?? '')?.element.classList.remove('tl-pinned');
+    pinned = pinned === id ? undefined : id;
+    if (pinned !== undefined) rows.get(pinned)?.element.classList.add('tl-pinned');
+    showDetail(pinned ?? id);
+  };
+  body.addEventListener('mouseover', onOver);
+  body.addEventListener('mouseleave', onLeave);
+  body.addEventListener('click', onClick);
+
+  return {
+    show,
+    destroy() {
+      destroyed = true;
+      if (frame !== undefined) cancelAnimationFrame(frame);
+      frame = undefined;
+      body.removeEventListener('mouseover', onOver);
+      body.removeEventListener('mouseleave', onLeave);
+      body.removeEventListener('click', onClick);
+      rows.clear();
+      openRows.clear();
+      root.remove();
+    },
+  };
+}
+
+/** The spans' ids in tree order (parents first, siblings by start, then as given), and each one's depth. */
+function treeOrder(spans: readonly StudioSpan[]): { ids: string[]; depths: Map<string, number> } {
+  const known = new Set<string>();
+  for (const span of spans) known.add(span.spanId);
+  const children = new Map<string | null, StudioSpan[]>();
+  for (const span of spans) {
+    const parent = span.parentSpanId !== null && known.has(span.parentSpanId) ? span.parentSpanId : null;
+    let siblings = children.get(parent);
+    if (siblings === undefined) children.set(parent, (siblings = []));
+    siblings.push(span);
+  }
+  for (const siblings of children.values()) if (siblings.length > 1) siblings.sort((a, b) => a.startMs - b.startMs);
+  const ids: string[] = [];
+  const depths = new Map<string, number>();
+  const stack: [StudioSpan, number][] = (children.get(null) ?? []).map((span) => [span, 0]).reverse() as [
+    StudioSpan,
+    number,
+  ][];
+  while (stack.length > 0) {
+    const [span, depth] = stack.pop()!;
+    if (depths.has(span.spanId)) continue; // a cycle of parents (a malformed trace): shown once
+    ids.push(span.spanId);
+    depths.set(span.spanId, depth);
+    const below = children.get(span.spanId);
+    if (below !== undefined) for (let i = below.length - 1; i >= 0; i--) stack.push([below[i]!, depth + 1]);
+  }
+  return { ids, depths };
+}
+
+function sameOrder(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function rowClass(span: StudioSpan): string {
+  let name = `tl-row tl-k-${span.kind}`;
+  if (span.status === 'error') name += ' tl-error';
+  if (span.durationMs === null) name += ' tl-open';
+  else if (span.durationMs === 0) name += ' tl-instant';
+  return name;
+}
+
+function nameHtml(span: StudioSpan): string {
+  const a = span.attributes;
+  let badges = '';
+  if (typeof a['cubepi.fallback_from'] === 'string') badges += '<b class="tl-badge tl-badge-fallback">fallback</b>';
+  else if (typeof a['cubepi.attempt'] === 'number' && a['cubepi.attempt'] > 1)
+    badges += '<b class="tl-badge tl-badge-retry">retry</b>';
+  if (span.status === 'error') {
+    const type = a['error.type'];
+    badges += `<b class="tl-badge tl-badge-error">${escapeHtml(typeof type === 'string' ? type : 'error')}</b>`;
+  }
+  return `${escapeHtml(span.label)}${badges}`;
+}
+
+function rowHtml(span: StudioSpan): string {
+  return (
+    `<div class="${rowClass(span)}" data-id="${escapeHtml(span.spanId)}" role="treeitem">` +
+    `<div class="tl-label" title="${escapeHtml(span.label)}"><span class="tl-name">${nameHtml(span)}</span></div>` +
+    `<div class="tl-track"><div class="tl-bar"></div><span class="tl-dur">` +
+    `${span.durationMs === null ? '…' : formatMs(span.durationMs)}</span></div></div>`
+  );
+}
+
+/** Tick marks for an axis of `extent` ms: a round step (1, 2 or 5 × 10ⁿ) giving 4 to 10 ticks. */
+export function ticksHtml(extent: number): string {
+  const raw = extent / 6;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => extent / s <= 10) ?? 10 * power;
+  let html = '';
+  for (let t = 0; t <= extent + 1e-9; t += step) {
+    html += `<span class="tl-tick" style="left:${(t / extent) * 100}%">${formatMs(t)}</span>`;
+  }
+  return html;
+}
+
+/** `0.4 ms`, `12 ms`, `1.25 s`, `2m 05s`. */
+export function formatMs(ms: number): string {
+  if (ms < 10) return `${Math.round(ms * 10) / 10} ms`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 10) / 100} s`;
+  const seconds = Math.round(ms / 1000);
+  return `${Math.floor(seconds / 60)}m ${String(seconds % 60).padStart(2, '0')}s`;
+}
+
+function detailHtml(span: StudioSpan, origin: number, pinned: boolean): string {
+  const rows = Object.entries(span.attributes)
+    .map(([key, value]) => `<tr><th>${escapeHtml(key)}</th><td>${escapeHtml(valueText(value))}</td></tr>`)
+    .join('');
+  const duration = span.durationMs === null ? 'running' : formatMs(span.durationMs);
+  return (
+    `<div class="tl-detail-head"><b>${escapeHtml(span.label)}</b> <span class="tl-detail-kind">${span.kind}</span>` +
+    ` <span>+${formatMs(span.startMs - origin)} · ${duration} · ${span.status}</span>` +
+    `${pinned ? ' <span class="tl-detail-pin">pinned</span>' : ''}</div>` +
+    `<table class="tl-attrs"><tbody>${rows}</tbody></table>`
+  );
+}
+
+function valueText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** Text made safe for HTML content and attribute values. */
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
