@@ -20,7 +20,13 @@ interface Row {
   readonly duration: HTMLElement;
   span: StudioSpan;
   depth: number;
+  /** Its place in the tree order (its row's `top` is `index × ROW_PX`). */
+  index: number;
 }
+
+/** A row's height in px (timeline.css: `.tl-row`). Rows are windowed: only those in view (and a margin) are built. */
+const ROW_PX = 20;
+const OVERSCAN = 20;
 
 /**
  * A timeline in `container`. `show(spans)` draws rows in tree order (children under their parent, siblings by start;
@@ -44,14 +50,23 @@ export function mountTimeline(container: HTMLElement): TimelineView {
   root.className = 'tl';
   root.innerHTML =
     '<div class="tl-head"><div class="tl-head-label">span</div><div class="tl-axis"></div></div>' +
-    '<div class="tl-rows" role="tree"></div><div class="tl-detail" hidden></div>';
+    '<div class="tl-scroll"><div class="tl-rows" role="tree"></div></div><div class="tl-detail" hidden></div>';
   const axis = root.querySelector<HTMLElement>('.tl-axis')!;
   const body = root.querySelector<HTMLElement>('.tl-rows')!;
   const detail = root.querySelector<HTMLElement>('.tl-detail')!;
+  const scroller = root.querySelector<HTMLElement>('.tl-scroll')!;
   container.replaceChildren(root);
 
+  /** The rows built: those in the window. */
   const rows = new Map<string, Row>();
-  let order: string[] = [];
+  /** Every span shown, by id, in tree order, with its depth. */
+  let byId = new Map<string, StudioSpan>();
+  let ids: string[] = [];
+  let depths = new Map<string, number>();
+  let windowOrder: string[] = [];
+  let anyOpen = false;
+  let moved = false;
+  let scrollFrame: number | undefined;
   let shown: readonly StudioSpan[] = [];
   let origin = 0;
   /** The latest end of a closed span, from the origin. */
@@ -75,7 +90,7 @@ export function mountTimeline(container: HTMLElement): TimelineView {
 
   const tickOpen = (): void => {
     frame = undefined;
-    if (destroyed || openRows.size === 0) return;
+    if (destroyed || !anyOpen) return;
     const now = Date.now();
     setExtent(Math.max(closedEnd, now - origin));
     for (const row of openRows) {
@@ -92,6 +107,7 @@ export function mountTimeline(container: HTMLElement): TimelineView {
     style.setProperty('--s', String(span.startMs - origin));
     style.setProperty('--d', String(span.durationMs ?? Math.max(0, Date.now() - span.startMs)));
     style.setProperty('--depth', String(row.depth));
+    style.top = `${row.index * ROW_PX}px`;
   };
 
   const refresh = (row: Row, span: StudioSpan): void => {
@@ -110,23 +126,46 @@ export function mountTimeline(container: HTMLElement): TimelineView {
   const show = (spans: readonly StudioSpan[]): void => {
     if (destroyed || spans === shown) return;
     shown = spans;
-    const { ids, depths } = treeOrder(spans);
-    const byId = new Map<string, StudioSpan>();
+    const tree = treeOrder(spans);
+    byId = new Map();
     let first = Infinity;
     let end = 0;
+    anyOpen = false;
     for (const span of spans) {
       byId.set(span.spanId, span);
       if (span.startMs < first) first = span.startMs;
+      if (span.durationMs === null) anyOpen = true;
+      else end = Math.max(end, span.startMs + span.durationMs);
     }
     if (first === Infinity) first = 0;
-    const moved = first !== origin;
+    moved = first !== origin;
     origin = first;
-    for (const span of spans)
-      if (span.durationMs !== null) end = Math.max(end, span.startMs + span.durationMs - origin);
-    closedEnd = end;
+    closedEnd = Math.max(0, end - origin);
+    if (!sameOrder(tree.ids, ids)) body.style.height = `${tree.ids.length * ROW_PX}px`;
+    ids = tree.ids;
+    depths = tree.depths;
+    render();
+    setExtent(anyOpen ? Math.max(closedEnd, Date.now() - origin) : closedEnd);
+    const focused = pinned ?? hovered;
+    if (focused !== undefined) showDetail(focused);
+    if (anyOpen && frame === undefined) frame = requestAnimationFrame(tickOpen);
+  };
 
-    // The rows not seen before, built in one pass from one string.
-    const fresh = ids.filter((id) => !rows.has(id));
+  /** Builds, updates and places the rows in view; drops the others. */
+  const render = (): void => {
+    const height = scroller.clientHeight > 0 ? scroller.clientHeight : 60 * ROW_PX;
+    const from = Math.max(0, Math.floor(scroller.scrollTop / ROW_PX) - OVERSCAN);
+    const to = Math.min(ids.length, Math.ceil((scroller.scrollTop + height) / ROW_PX) + OVERSCAN);
+    const visible = ids.slice(from, to);
+    const inView = new Set(visible);
+    for (const [id, row] of rows) {
+      if (inView.has(id)) continue;
+      row.element.remove();
+      openRows.delete(row);
+      rows.delete(id);
+    }
+    // The rows not built yet, in one pass from one string.
+    const fresh = visible.filter((id) => !rows.has(id));
     if (fresh.length > 0) {
       const template = document.createElement('template');
       template.innerHTML = fresh.map((id) => rowHtml(byId.get(id)!)).join('');
@@ -139,45 +178,47 @@ export function mountTimeline(container: HTMLElement): TimelineView {
           name: element.querySelector<HTMLElement>('.tl-name')!,
           duration: element.querySelector<HTMLElement>('.tl-dur')!,
           span,
-          depth: depths.get(span.spanId)!,
+          depth: -1,
+          index: -1,
         };
+        if (span.spanId === pinned) element.classList.add('tl-pinned');
         rows.set(span.spanId, row);
         if (span.durationMs === null) openRows.add(row);
-        place(row);
       }
     }
-    // Rows no longer shown.
-    for (const [id, row] of rows) {
-      if (byId.has(id)) continue;
-      row.element.remove();
-      openRows.delete(row);
-      rows.delete(id);
-    }
-    // Rows whose span changed (or all, when the origin moved): updated in place.
-    for (const id of ids) {
+    // Rows whose span, depth or place changed (or all, when the origin moved): updated in place.
+    for (let i = 0; i < visible.length; i++) {
+      const id = visible[i]!;
       const row = rows.get(id)!;
       const span = byId.get(id)!;
       const depth = depths.get(id)!;
-      if (span !== row.span || depth !== row.depth || moved) {
-        if (span !== row.span) refresh(row, span);
+      const index = from + i;
+      const changed = span !== row.span;
+      if (changed) refresh(row, span);
+      if (changed || depth !== row.depth || index !== row.index || moved) {
         row.depth = depth;
+        row.index = index;
         place(row);
       }
     }
-    if (!sameOrder(ids, order)) {
+    moved = false;
+    if (!sameOrder(visible, windowOrder)) {
       const fragment = document.createDocumentFragment();
-      for (const id of ids) fragment.append(rows.get(id)!.element);
+      for (const id of visible) fragment.append(rows.get(id)!.element);
       body.replaceChildren(fragment);
-      order = ids;
+      windowOrder = visible;
     }
-    setExtent(openRows.size > 0 ? Math.max(end, Date.now() - origin) : end);
-    const focused = pinned ?? hovered;
-    if (focused !== undefined) showDetail(focused);
-    if (openRows.size > 0 && frame === undefined) frame = requestAnimationFrame(tickOpen);
   };
+  const onScroll = (): void => {
+    scrollFrame ??= requestAnimationFrame(() => {
+      scrollFrame = undefined;
+      if (!destroyed) render();
+    });
+  };
+  scroller.addEventListener('scroll', onScroll, { passive: true });
 
   const showDetail = (id: string | undefined): void => {
-    const span = id === undefined ? undefined : rows.get(id)?.span;
+    const span = id === undefined ? undefined : byId.get(id);
     if (span === undefined) {
       detail.hidden = true;
       detail.replaceChildren();
@@ -216,7 +257,9 @@ export function mountTimeline(container: HTMLElement): TimelineView {
     destroy() {
       destroyed = true;
       if (frame !== undefined) cancelAnimationFrame(frame);
+      if (scrollFrame !== undefined) cancelAnimationFrame(scrollFrame);
       frame = undefined;
+      scroller.removeEventListener('scroll', onScroll);
       body.removeEventListener('mouseover', onOver);
       body.removeEventListener('mouseleave', onLeave);
       body.removeEventListener('click', onClick);

@@ -226,9 +226,22 @@ describe.skipIf(!haveChromium)('the studio run views in a headless Chromium', ()
       }
       const w = window as unknown as { studio: { mountTimeline(el: HTMLElement): { show(s: unknown): void } } };
       w.studio.mountTimeline(document.querySelector('#timeline')).show(spans);
-      return document.querySelectorAll('#timeline .tl-row').length;
+      return {
+        built: document.querySelectorAll('#timeline .tl-row').length,
+        height: document.querySelector('#timeline .tl-rows').getBoundingClientRect().height,
+      };
     });
-    expect(count).toBe(2_000);
+    // Windowed: every row has its place (2,000 × 20 px), only those in view and a margin are built.
+    expect(count.height).toBe(2_000 * 20);
+    expect(count.built).toBeGreaterThan(20);
+    expect(count.built).toBeLessThan(200);
+    await page.evaluate(() => {
+      const scroller = document.querySelector('#timeline .tl-scroll');
+      scroller.scrollTop = scroller.scrollHeight;
+    });
+    await page.waitForFunction(() => document.querySelector('#timeline [data-id="s1998"]') !== null);
+    expect(await page.textContent('#timeline [data-id="s1998"] .tl-name')).toBe('span 1998');
+    expect(await page.$('#timeline [data-id="s5"]')).toBeNull();
     expect(problems).toEqual([]);
     await page.close();
   }, 90_000);
