@@ -27,13 +27,17 @@ interface Row {
 /** A row's height in px (timeline.css: `.tl-row`). Rows are windowed: only those in view (and a margin) are built. */
 const ROW_PX = 20;
 const OVERSCAN = 20;
+/** How often open spans grow on screen (ms). */
+const GROW_MS = 100;
 
 /**
  * A timeline in `container`. `show(spans)` draws rows in tree order (children under their parent, siblings by start;
  * a span whose parent is not among them is a root), each bar placed by its start and duration on a shared time axis
  * with ticks, its duration written after it, coloured by kind (`tl-k-<kind>`), errors marked (`tl-error`), retries and
  * fallbacks badged. Hovering a row shows its span's attributes below the rows; clicking pins it (click again to
- * unpin). Spans with `durationMs: null` grow with the clock: one `requestAnimationFrame` loop runs while any is open.
+ * unpin). Spans with `durationMs: null` grow with the clock (10 times a second): one `requestAnimationFrame` loop runs while
+ * any is open. Rows are windowed: only those in view (and 20 either side) are in the DOM, each at its place in a
+ * scrolling box as tall as all rows (`--tl-height`, default 70vh).
  *
  * Cheap to call at 60 Hz: rows are kept by `spanId`; a span given as the same object as before is not touched, a
  * changed one is updated in place, and rows are only re-ordered when the tree changed. Bars are positioned by CSS
@@ -67,6 +71,7 @@ export function mountTimeline(container: HTMLElement): TimelineView {
   let anyOpen = false;
   let moved = false;
   let scrollFrame: number | undefined;
+  let grewAt = 0;
   let shown: readonly StudioSpan[] = [];
   let origin = 0;
   /** The latest end of a closed span, from the origin. */
@@ -92,6 +97,13 @@ export function mountTimeline(container: HTMLElement): TimelineView {
     frame = undefined;
     if (destroyed || !anyOpen) return;
     const now = Date.now();
+    // Every frame is smooth but costs a restyle and repaint of every bar (the axis moves): 10 Hz reads the same and
+    // leaves the main thread to a streaming answer.
+    if (now - grewAt < GROW_MS) {
+      frame = requestAnimationFrame(tickOpen);
+      return;
+    }
+    grewAt = now;
     setExtent(Math.max(closedEnd, now - origin));
     for (const row of openRows) {
       const d = Math.max(0, now - row.span.startMs);
