@@ -38,3 +38,4 @@ await esbuild.build({
 });
 copyFileSync(`${root}page/studio/index.html`, `${studio}/index.html`);
 copyFileSync(`${root}page/studio/studio.css`, `${studio}/studio.css`);
+copyFileSync(`${root}page/studio/timeline.css`, `${studio}/timeline.css`);
