@@ -28,6 +28,12 @@ import { markersBefore, markersOf, messageRow, stateChanges, textOf, type Marker
 import type { Session } from './session.js';
 import { mountTimeline, type TimelineView } from './timeline.js';
 
+/**
+ * Stored messages drawn at first (the last ones; "Show earlier" draws five times as many more each time): a
+ * 10,000-message thread opens in a fraction of a second, and no row has a listener of its own (clicks are delegated).
+ */
+const WINDOW = 300;
+
 /** A mounted view. */
 export interface View {
   readonly element: HTMLElement;
@@ -119,16 +125,36 @@ export function threadView(session: Session, threadId: string): View {
     errorBox.textContent = error instanceof Error ? error.message : String(error);
   };
 
-  function renderStored(data: StudioThread): void {
-    markers = markersOf(threadId, data.forks, data.extra);
+  /** The first stored message drawn: a long thread shows its last {@link WINDOW} rows, earlier ones on demand. */
+  let drawnFrom = 0;
+  const earlier = h('button.earlier', { type: 'button', dataset: { action: 'earlier' } });
+
+  /** The rows (and markers) of the stored messages `[from, to)`. */
+  function storedRows(data: StudioThread, from: number, to: number): DocumentFragment {
     const fragment = document.createDocumentFragment();
     const rowOptions = { actions: session.config.live };
-    data.messages.forEach((message, seq) => {
+    for (let seq = from; seq < to; seq++) {
       for (const marker of markersBefore(seq, markers!)) fragment.append(marker);
-      fragment.append(messageRow(message, seq, rowOptions));
-    });
-    for (const marker of markersBefore(data.messages.length, markers)) fragment.append(marker);
-    stored.replaceChildren(fragment);
+      fragment.append(messageRow(data.messages[seq]!, seq, rowOptions));
+    }
+    if (to === data.messages.length) for (const marker of markersBefore(to, markers!)) fragment.append(marker);
+    return fragment;
+  }
+
+  function drawEarlier(data: StudioThread, count: number): void {
+    const from = Math.max(0, drawnFrom - count);
+    earlier.after(storedRows(data, from, drawnFrom));
+    drawnFrom = from;
+    earlier.hidden = from === 0;
+    earlier.textContent = `Show earlier messages (${from} more)`;
+  }
+
+  function renderStored(data: StudioThread): void {
+    markers = markersOf(threadId, data.forks, data.extra);
+    drawnFrom = Math.max(0, data.messages.length - WINDOW);
+    earlier.hidden = drawnFrom === 0;
+    earlier.textContent = `Show earlier messages (${drawnFrom} more)`;
+    stored.replaceChildren(earlier, storedRows(data, drawnFrom, data.messages.length));
     parentLine.replaceChildren(
       ...(data.parent === undefined
         ? []
@@ -303,7 +329,9 @@ export function threadView(session: Session, threadId: string): View {
     const target = (event.target as HTMLElement).closest<HTMLElement>('[data-action]');
     if (target === null || !element.contains(target)) return;
     const { action, seq, request } = target.dataset;
-    if (action === 'stop' && liveRunId !== undefined) {
+    if (action === 'earlier' && thread !== undefined) {
+      drawEarlier(thread, WINDOW * 5);
+    } else if (action === 'stop' && liveRunId !== undefined) {
       void cancelRun(session.apiBase, liveRunId, session.client).catch(showError);
     } else if (action === 'retry' && seq !== undefined) {
       retry(Number(seq), undefined);
