@@ -49,7 +49,7 @@ export function compareView(session: Session, a: string, b: string): View {
           h('summary', null, `${shared} shared message${shared === 1 ? '' : 's'} (0–${shared - 1})`),
           ...left.messages.slice(0, shared).map((message, seq) => messageRow(message, seq, options)),
         ),
-        h('div.branch-point', null, `⑂ the threads branch at message ${shared}`),
+        h('div.branch-point', null, `↳ the threads branch at message ${shared}`),
         h('div.compare-columns', null, column(left), column(right)),
       );
     },

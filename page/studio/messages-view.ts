@@ -99,7 +99,7 @@ export function markersBefore(seq: number, markers: Markers): HTMLElement[] {
       h(
         'div.marker.fork',
         { dataset: { marker: 'fork', fork } },
-        h('span', null, '⑂ fork '),
+        h('span', null, '↳ fork '),
         h('a', { href: route('threads', fork) }, fork),
         h('span', null, ` branches here (keeps messages 0–${seq - 1}) · `),
         h('a', { href: route('compare', markers.threadId, fork) }, 'compare'),

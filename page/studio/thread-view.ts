@@ -159,7 +159,7 @@ export function threadView(session: Session, threadId: string): View {
       ...(data.parent === undefined
         ? []
         : [
-            h('span', null, '⑂ fork of '),
+            h('span', null, '↳ fork of '),
             h('a', { href: route('threads', data.parent.threadId) }, data.parent.threadId),
             h('span', null, ` at message ${data.parent.atSeq} · `),
             h('a', { href: route('compare', data.parent.threadId, threadId) }, 'compare with parent'),

@@ -71,7 +71,7 @@ function tree(threads: readonly StudioThreadSummary[]): HTMLElement {
         'span.muted',
         null,
         ` ${thread.messageCount} messages · ${new Date(thread.updatedAt).toLocaleString()}` +
-          (thread.parent === undefined ? '' : ` · ⑂ fork of ${thread.parent.threadId} at ${thread.parent.atSeq}`),
+          (thread.parent === undefined ? '' : ` · ↳ fork of ${thread.parent.threadId} at ${thread.parent.atSeq}`),
       ),
       (children.get(thread.threadId)?.length ?? 0) > 0
         ? h('ul.forks', null, ...children.get(thread.threadId)!.map(item))
