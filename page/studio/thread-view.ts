@@ -25,7 +25,7 @@ import { renderChain } from './chain-view.js';
 import { h, route } from './dom.js';
 import { spansFromEvents } from './live-spans.js';
 import { markersBefore, markersOf, messageRow, stateChanges, textOf, type Markers } from './messages-view.js';
-import type { Session } from './session.js';
+import { StudioRequestError, type Session } from './session.js';
 import { mountTimeline, type TimelineView } from './timeline.js';
 
 /**
@@ -249,7 +249,15 @@ export function threadView(session: Session, threadId: string): View {
         follow(fromAgentEvents(runEventsUrl(session.apiBase, data.activeRunId, 'sse', threadId), session.client));
       }
     } catch (error) {
-      if (!controller.signal.aborted) showError(error);
+      if (controller.signal.aborted) return;
+      // A thread not written yet (or not the caller's: the same answer) is an empty one a prompt starts.
+      if (error instanceof StudioRequestError && error.code === 'unknown_thread' && session.config.live) {
+        thread = { threadId, seq: 0, messages: [], extra: {}, forks: [], activeRunId: null, pending: [] };
+        renderStored(thread);
+        statusLine.textContent = 'A new thread: send a message to start it.';
+        return;
+      }
+      showError(error);
     }
   }
 
