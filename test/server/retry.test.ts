@@ -22,8 +22,14 @@ function text(message: Message | undefined): string {
   return message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
 }
 
+/** While true, new agents stream a long answer slowly (a run to cancel). */
+let slow = false;
+
 /** Answers "echo: <the last user text>"; a prompt with "tool" in it first calls `lookup`. */
 function provider(): FauxProvider {
+  if (slow) {
+    return new FauxProvider({ delayMs: 5, chunkSize: 1, responses: [fauxMessage('x'.repeat(5000))] });
+  }
   const script = (messages: readonly Message[]) => {
     const last = messages.at(-1);
     const prompt = text(messages.findLast((message) => message.role === 'user'));
@@ -127,6 +133,37 @@ describe('POST /threads/:id/retry', () => {
     expect(refused).toBeInstanceOf(AgentServerError);
     expect((refused as AgentServerError).status).toBe(404);
     expect(await checkpointer.listThreads()).toHaveLength(count);
+  });
+
+  it("cancels the fork's run on the server when the client unsubscribes", { timeout: 60_000 }, async () => {
+    slow = true;
+    try {
+      let forkId = '';
+      const subscription = retryFrom(
+        served.base,
+        'first',
+        { seq: 0, input: 'a long one' },
+        {
+          token: ALICE,
+          onFork: (fork) => (forkId = fork.threadId),
+        },
+      ).subscribe({ error: () => undefined });
+      await expect.poll(() => forkId, { timeout: 30_000 }).not.toBe('');
+      // Streaming on the server (the fork holds the prompt), then the client leaves.
+      await expect.poll(async () => (await checkpointer.load(forkId))?.messages.length ?? 0).toBeGreaterThan(0);
+      subscription.unsubscribe();
+      await expect
+        .poll(
+          async () => {
+            const last = (await checkpointer.load(forkId))!.messages.at(-1);
+            return last?.role === 'assistant' ? last.stopReason : undefined;
+          },
+          { timeout: 30_000 },
+        )
+        .toBe('aborted');
+    } finally {
+      slow = false;
+    }
   });
 
   it('answers 400 for a body without a seq', async () => {
