@@ -39,6 +39,10 @@ export const COMMANDS: Readonly<Record<string, CommandEntry>> = {
     'a chat page and the agent server behind it (HTTP, SSE, WebSocket); --queue: on a run queue',
     async () => (await import('./serve-command.js')).serveCommand,
   ),
+  studio: entry(
+    'a local web app to see and steer runs: threads, timelines, live runs, retry/edit, compare',
+    async () => (await import('./studio-command.js')).studioCommand,
+  ),
   worker: entry(
     'run the agent for runs queued on PostgreSQL (cubepi serve --queue)',
     async () => (await import('./worker-command.js')).workerCommand,

@@ -7,10 +7,8 @@
  * answers slowly enough to watch, reports tool progress, and asks for approval before its guarded tool.
  * @module
  */
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { dirname, extname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
@@ -23,6 +21,14 @@ import {
 import { parseDelay } from './agent-setup.js';
 import { chooseModel } from './choose-model.js';
 import { EXIT, usageError } from './cli-error.js';
+import {
+  listen,
+  noAuthWarning,
+  resolveServingFlags,
+  SERVING_OPTIONS,
+  tokenFragment,
+  untilSignal,
+} from './serve-shared.js';
 import type { Command } from './command.js';
 import { openCheckpointer, storeSpec } from './open-checkpointer.js';
 import { openQueue } from './open-queue.js';
@@ -80,15 +86,8 @@ export const serveCommand: Command = async (args, context) => {
     'serve',
     args,
     {
-      port: { type: 'string', default: '8787' },
-      host: { type: 'string', default: '127.0.0.1' },
-      db: { type: 'string' },
-      provider: { type: 'string' },
-      model: { type: 'string' },
-      'auth-token': { type: 'string' },
-      'no-auth': { type: 'boolean', default: false },
+      ...SERVING_OPTIONS,
       'cors-origin': { type: 'string', multiple: true },
-      delay: { type: 'string' },
       queue: { type: 'string' },
       agent: { type: 'string' },
       debug: { type: 'boolean', default: false },
@@ -100,23 +99,9 @@ export const serveCommand: Command = async (args, context) => {
     context.stdout.write(`${HELP}\n`);
     return EXIT.ok;
   }
-  const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw usageError(`serve: --port must be 0-65535, got ${values.port}`);
   const delayMs = parseDelay(values.delay) ?? 25;
-  const given = values['auth-token'] ?? (context.env.CUBEPI_AUTH_TOKEN || undefined);
-  if (given !== undefined && given.length < 16) throw usageError('serve: --auth-token must be at least 16 characters');
-  if (values['no-auth'] && given !== undefined) throw usageError('serve: --no-auth and --auth-token contradict');
-  if (values['no-auth'] && !isLoopback(values.host)) {
-    throw usageError(
-      `serve: binding ${values.host} exposes the agent to the network: --no-auth is for loopback only; ` +
-        'set --auth-token (16+ characters) or leave it out for a random one',
-    );
-  }
-  // Like Jupyter: a token made at start, printed in the page's URL, so no other program or user of this machine can
-  // drive the agent. The page reads it from the URL's fragment, which never reaches a server log or a Referer.
-  const generated = given === undefined && !values['no-auth'];
-  const token = generated ? randomBytes(24).toString('base64url') : given;
+  const serving = resolveServingFlags('serve', values, context.env);
+  const token = serving.token;
   const cors = { origins: values['cors-origin'] ?? [] };
   let server: HttpAgentServer;
   let served: string;
@@ -171,35 +156,17 @@ export const serveCommand: Command = async (args, context) => {
     if ((error as { code?: unknown }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
     context.stderr.write('cubepi serve: WebSocket streams are off: install the ws package to serve them\n');
   });
-  await new Promise<void>((ready, fail) => {
-    http.once('error', (error) => fail(new Error(`cannot listen on ${values.host}:${port}: ${error.message}`)));
-    http.listen(port, values.host, ready);
-  });
-  const { port: bound } = http.address() as AddressInfo;
-  const host = values.host.includes(':') ? `[${values.host}]` : values.host;
+  const origin = await listen(http, values.host, serving.port);
   if (notice !== undefined) context.stderr.write(`${notice}\n`);
-  const fragment = token === undefined ? '' : generated ? `#token=${token}` : '#token=<your token>';
-  if (token === undefined) {
-    context.stderr.write(
-      'cubepi serve: --no-auth: any program or user on this machine can run the agent, read every thread and ' +
-        'answer its approvals (web pages still cannot: their Origin and Host are refused)\n',
-    );
-  }
-  context.stdout.write(`cubepi serve: http://${host}:${bound}/${fragment} (${served})\n`);
-  return new Promise<number>((done) => {
-    const stop = (code: number) => () => {
-      server.close();
-      http.closeAllConnections();
-      http.close(() => void closeStore().then(() => done(code)));
-    };
-    process.once('SIGINT', stop(EXIT.interrupted));
-    process.once('SIGTERM', stop(EXIT.ok));
+  if (token === undefined) context.stderr.write(noAuthWarning('serve'));
+  context.stdout.write(`cubepi serve: ${origin}/${tokenFragment(serving)} (${served})\n`);
+  return untilSignal(async () => {
+    server.close();
+    http.closeAllConnections();
+    await new Promise<void>((closed) => http.close(() => closed()));
+    await closeStore();
   });
 };
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
 
 function serveStatic(req: IncomingMessage, res: ServerResponse): void {
   const file = STATIC[new URL(req.url ?? '/', 'http://localhost').pathname];

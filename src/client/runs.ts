@@ -52,6 +52,48 @@ export function startRun(
   );
 }
 
+/** What {@link retryFrom} retries: message `seq` of the thread, and for a user message what to send in its place. */
+export interface RetryFromRequest {
+  /** The message retried from (its index in the thread): the fork keeps the messages `[0, seq)`. */
+  readonly seq: number;
+  /** For a user message: the edited content sent instead (default: the same message again). Refused otherwise. */
+  readonly input?: string | Message | readonly Message[] | undefined;
+}
+
+/** Options of {@link retryFrom}. */
+export interface RetryFromClientOptions extends RunClientOptions {
+  /** Told the fork's thread id and the run's id as soon as the server made them (before any event). */
+  readonly onFork?: ((fork: { readonly runId: string; readonly threadId: string }) => void) | undefined;
+}
+
+/**
+ * "Retry from here" / "Edit and retry" on the server at `baseUrl` (`POST /threads/:id/retry`): the thread is forked
+ * just before message `seq` and the run on the fork is streamed — a user message sent again (or `input` in its place),
+ * an assistant message asked of the model again. The original thread is unchanged; `onFork` learns the fork's id.
+ * Cold: subscribing posts the retry; unsubscribing before the run ended cancels it, as for {@link startRun}. Errors
+ * with `AgentServerError` 400 for a seq that names no message or a tool result, 404 for a thread the caller may not
+ * fork.
+ *
+ * @example
+ * retryFrom('/api', 'thread-1', { seq: 2, input: 'Shorter, please' }, { onFork: ({ threadId }) => open(threadId) })
+ *   .pipe(assembleMessages()).subscribe(render);
+ */
+export function retryFrom(
+  baseUrl: string,
+  threadId: string,
+  retry: RetryFromRequest,
+  options: RetryFromClientOptions = {},
+): Observable<SequencedEvent> {
+  return ownedRun(baseUrl, options, async () => {
+    const body = retry.input === undefined ? { seq: retry.seq } : { seq: retry.seq, input: retry.input };
+    const started = await post(baseUrl, `threads/${encodeURIComponent(threadId)}/retry`, body, options);
+    if (started.runId !== null && started.threadId !== undefined) {
+      options.onFork?.({ runId: started.runId, threadId: started.threadId });
+    }
+    return started;
+  });
+}
+
 /**
  * Continues `threadId` without a new prompt (`agent.resume$` on the server: `POST /threads/:id/runs` with
  * `{"resume": true}`) and streams the run's events: the model answers the history as it is. What a "Continue" button

@@ -21,7 +21,8 @@ export type Authenticator = (request: Request) => Principal | null | undefined |
  * - `read_thread` (`GET /threads/:id`, `GET /chat/:id/stream`); `list_threads` (each thread `GET /threads` lists);
  * - `watch_run` (`GET /runs/:id/events`, over SSE or WebSocket, resumed with `Last-Event-ID`/`?after=` or not);
  * - `answer_approval` (`POST /threads/:id/approvals/:requestId`); `cancel_run` (`DELETE /runs/:id`);
- * - `fork_thread`, `delete_thread`: reserved for the routes that fork and delete threads.
+ * - `fork_thread` (`POST /threads/:id/retry`, on the thread forked; the fork's run is then `start_run` on the fork);
+ * - `delete_thread`: reserved for a route that deletes threads.
  */
 export type AccessAction =
   | 'start_run'

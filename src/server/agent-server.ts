@@ -34,6 +34,7 @@ import { withServerRun } from './lost-run.js';
 import { RunRegistry } from './run-registry.js';
 import { threadOwners } from './thread-owners.js';
 import { userInput } from './user-input.js';
+import { retryRoute } from './retry-route.js';
 import {
   checkThread,
   corsPolicy,
@@ -462,8 +463,11 @@ export function createAgentServer(options: AgentServerOptions): AgentServer {
     );
   }
 
+  const retryFrom = retryRoute({ settings, checkpointer: options.checkpointer, registry, ownership, admit });
+
   const corsFor = corsPolicy(options);
   const fetchHandler = createFetchHandler(settings, corsFor, {
+    retryFrom,
     startRun,
     answerApproval,
     getThread,

@@ -321,6 +321,7 @@ export function createQueueServer(options: QueueServerOptions): QueueServer {
       chat: notServed('POST /chat'),
       resumeChat: notServed('GET /chat/:id/stream'),
       agUi: notServed('POST /ag-ui'),
+      retryFrom: notServed('POST /threads/:id/retry'),
     }),
     close() {
       closed = true;

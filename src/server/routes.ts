@@ -107,6 +107,8 @@ export interface HttpAgentServer {
 export interface RouteHandlers {
   /** `POST /threads/:id/runs` */
   startRun(principal: Principal, request: Request, threadId: string): Promise<Response>;
+  /** `POST /threads/:id/retry`: fork the thread before a message and run from there (the studio's retry / edit). */
+  retryFrom(principal: Principal, request: Request, threadId: string): Promise<Response>;
   /** `POST /threads/:id/approvals/:requestId` */
   answerApproval(principal: Principal, request: Request, threadId: string, requestId: string): Promise<Response>;
   /** `GET /threads/:id` */
@@ -216,6 +218,9 @@ export function createFetchHandler(
       if (segments.length === 3 && segments[2] === 'runs' && method === 'POST') {
         return handlers.startRun(principal, request, threadId);
       }
+      if (segments.length === 3 && segments[2] === 'retry' && method === 'POST') {
+        return handlers.retryFrom(principal, request, threadId);
+      }
       if (segments.length === 4 && segments[2] === 'approvals' && method === 'POST') {
         return handlers.answerApproval(principal, request, threadId, segments[3]!);
       }
@@ -271,7 +276,7 @@ function allowedMethods(segments: readonly string[]): string | undefined {
     case 'threads/2':
       return 'GET';
     case 'threads/3':
-      return third === 'runs' ? 'POST' : undefined;
+      return third === 'runs' || third === 'retry' ? 'POST' : undefined;
     case 'threads/4':
       return third === 'approvals' ? 'POST' : undefined;
     case 'runs/2':

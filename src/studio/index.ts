@@ -5,5 +5,6 @@
  * @module
  */
 export { createStudio, type Studio, type StudioOptions } from './create-studio.js';
+export { studioNodeListener } from './node-listener.js';
 export { createTraceReader, type TraceReader } from './traces.js';
 export type * from './api.js';
