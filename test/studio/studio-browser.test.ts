@@ -2,7 +2,8 @@
 // FauxProvider agents) served on 127.0.0.1:0: the threads list (a fork nested under its parent, search), a
 // conversation (tool call and result, thinking, approval, state patch, compaction, fork marker), a live run streaming
 // then Stop, an approval answered from the studio, Edit & retry opening the fork, the compare view, and a
-// 10,000-message thread opened in under a second of main-thread time. Each view writes test-output/studio/<view>.png.
+// 10,000-message thread (its last rows first; its main-thread time is bench/studio-app.mjs's). Each view writes
+// test-output/studio/<view>.png.
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -247,10 +248,10 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
   });
 
   // The trace reader is the timeline helper's (src/studio/traces.ts): this runs once it reads the file.
-  it("lists the thread's runs from the trace file and opens one as a run view", { timeout: 60_000 }, async (ctx) => {
+  it("lists the thread's runs from the trace file and opens one as a run view", { timeout: 60_000 }, async () => {
     await tracing!.forceFlush();
     const { runs } = await createTraceReader(traceFile).runs('ask-1');
-    if (runs.length === 0) ctx.skip();
+    expect(runs.length).toBeGreaterThan(0);
     const page = await open('/threads/ask-1');
     await page.waitForSelector('.runs li[data-run] a');
     expect(await page.locator('.runs li[data-run]').count()).toBe(runs.length);
@@ -265,25 +266,19 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
   });
 
   it(
-    'streams a live run with no long task at ~1,000 deltas/s, then Stop cancels it on the server',
+    // Its main-thread cost at ~1,000 deltas/s (no task over 50 ms) is measured in bench/studio.mjs, not timed here.
+    'streams a live run at ~1,000 deltas/s, then Stop cancels it on the server',
     { timeout: 90_000 },
     async () => {
       const page = await open('/threads/slow-1');
       await page.waitForSelector('form.prompt textarea');
       await page.fill('form.prompt textarea', 'tell me a long story');
       await page.click('form.prompt button[type=submit]');
-      // Counted while the answer streams (the page's own start-up is not the streaming's cost).
-      await page.waitForSelector('.messages.live .msg[data-role=assistant]', { timeout: 30_000 });
-      await page.evaluate(`window.longTasks = [];
-        new PerformanceObserver((list) => {
-          for (const entry of list.getEntries()) window.longTasks.push(entry.duration);
-        }).observe({ type: 'longtask' });`);
       await page.waitForFunction(
         "(document.querySelector('.messages.live .msg[data-role=assistant]')?.textContent?.length ?? 0) > 8000",
         null,
         { timeout: 30_000 },
       );
-      const longTasks = await page.evaluate<number[]>('window.longTasks');
       await page.screenshot({ path: join(shots, 'live.png'), fullPage: true });
       await page.click('button[data-action=stop]');
       await expect
@@ -295,7 +290,6 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
           { timeout: 30_000 },
         )
         .toBe('aborted');
-      expect(longTasks.filter((ms) => ms > 50)).toEqual([]);
       await page.close();
     },
   );
@@ -332,30 +326,26 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
     await page.close();
   });
 
-  it('opens a 10,000-message thread in under a second of main-thread time', { timeout: 90_000 }, async () => {
-    const page = await open('/threads');
-    await page.waitForSelector('li[data-thread=big]');
-    const cdp = await context.newCDPSession(page);
-    await cdp.send('Performance.enable');
-    const taskTime = async () =>
-      ((await cdp.send('Performance.getMetrics')).metrics.find((m) => m.name === 'TaskDuration')?.value ?? 0) * 1000;
-    const before = await taskTime();
-    await page.evaluate("location.hash = '#/threads/big'");
-    await page.waitForSelector('.msg[data-seq="9999"]', { state: 'attached', timeout: 60_000 });
-    await page.evaluate('new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)))');
-    const spent = (await taskTime()) - before;
-    console.log(`studio: the 10,000-message thread took ${Math.round(spent)} ms of main-thread time`);
-    await page.screenshot({ path: join(shots, 'big-thread.png') });
-    expect(spent).toBeLessThan(1000);
-    // The earliest messages are a click away, drawn above, in order.
-    const rows = page.locator('.messages[data-part=stored] .msg');
-    const shown = await rows.count();
-    expect(shown).toBeLessThan(10_000);
-    while ((await page.locator('button[data-action=earlier]:not([hidden])').count()) > 0) {
-      await page.click('button[data-action=earlier]');
-    }
-    expect(await rows.count()).toBe(10_000);
-    expect(await rows.first().getAttribute('data-seq')).toBe('0');
-    await page.close();
-  });
+  // How much main-thread time it takes (under a second is the goal) is measured in bench/studio.mjs, not timed here.
+  it(
+    'opens a 10,000-message thread drawing its last rows first, the earlier ones on demand',
+    { timeout: 90_000 },
+    async () => {
+      const page = await open('/threads');
+      await page.waitForSelector('li[data-thread=big]');
+      await page.evaluate("location.hash = '#/threads/big'");
+      await page.waitForSelector('.msg[data-seq="9999"]', { state: 'attached', timeout: 60_000 });
+      await page.screenshot({ path: join(shots, 'big-thread.png') });
+      // The earliest messages are a click away, drawn above, in order.
+      const rows = page.locator('.messages[data-part=stored] .msg');
+      const shown = await rows.count();
+      expect(shown).toBeLessThan(10_000);
+      while ((await page.locator('button[data-action=earlier]:not([hidden])').count()) > 0) {
+        await page.click('button[data-action=earlier]');
+      }
+      expect(await rows.count()).toBe(10_000);
+      expect(await rows.first().getAttribute('data-seq')).toBe('0');
+      await page.close();
+    },
+  );
 });
