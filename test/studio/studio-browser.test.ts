@@ -279,7 +279,7 @@ describe.skipIf(!haveChromium)('the studio in a headless Chromium', () => {
         null,
         { timeout: 30_000 },
       );
-      await page.screenshot({ path: join(shots, 'live.png'), fullPage: true });
+      await page.screenshot({ path: join(shots, 'live.png') });
       await page.click('button[data-action=stop]');
       await expect
         .poll(
