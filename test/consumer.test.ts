@@ -115,7 +115,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 describe('the packed tarball', () => {
   it('holds the build, the sources its maps point at, the docs, LICENSE and CHANGELOG, and nothing else', () => {
     const allowed =
-      /^(dist\/(src|operators)\/.+\.(js|d\.ts|js\.map|d\.ts\.map)|dist\/page\/(index\.html|app\.js|app\.css)|(src|operators)\/.+\.ts|docs\/[^/]+\.md|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
+      /^(dist\/(src|operators)\/.+\.(js|d\.ts|js\.map|d\.ts\.map)|dist\/page\/(index\.html|app\.js|app\.css)|dist\/page\/studio\/(index\.html|studio\.js|studio\.css|timeline\.css)|(src|operators)\/.+\.ts|docs\/[^/]+\.md|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
     expect(packed.filter((path) => !allowed.test(path))).toEqual([]);
     expect(
       packed.filter((path) => /(^|\/)(test|tests|bench|marbles|__tests__)\/|\.(test|spec)\.|\.tsbuildinfo$/.test(path)),
@@ -124,7 +124,14 @@ describe('the packed tarball', () => {
     for (const file of ['LICENSE', 'CHANGELOG.md', 'README.md', 'package.json']) expect(packed).toContain(file);
     // cubepi serve's page, built by esbuild at pack time.
     for (const file of ['index.html', 'app.js', 'app.css']) expect(packed).toContain(`dist/page/${file}`);
-    for (const doc of readdirSync(join(root, 'docs'))) expect(packed).toContain(`docs/${doc}`);
+    // The studio's page (cubepi studio, createStudio), built the same way.
+    for (const file of ['index.html', 'studio.js', 'studio.css', 'timeline.css']) {
+      expect(packed).toContain(`dist/page/studio/${file}`);
+    }
+    // Every docs page; not docs/images (the screenshots the pages show on the repository), kept out of the package.
+    for (const doc of readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md'))) {
+      expect(packed).toContain(`docs/${doc}`);
+    }
     const targets = Object.values(pkg.exports).flatMap((target) =>
       typeof target === 'string' ? [target] : [target.types, target.default],
     );
