@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
   Agent,
@@ -27,10 +27,16 @@ import {
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { expectConsistentTranscript } from './helpers.js';
+import { bundledScript } from './bundled-script.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cubepi-approvals-resume-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const fixture = fileURLToPath(new URL('./fixtures/respond-by-token.ts', import.meta.url));
+/** `fixture` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let fixtureBundle: string;
+beforeAll(async () => {
+  fixtureBundle = await bundledScript(fixture);
+});
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 const results = (messages: readonly Message[]) =>
@@ -86,7 +92,7 @@ function setup(
 /** Runs the respond-by-token fixture to its end; resolves with its last stdout line, parsed. */
 function respondInChild(file: string, threadId: string, token: string, answer: unknown, log: string) {
   return new Promise<{ outcome: string; results: { outcome: string }[]; last: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, file, threadId, token, JSON.stringify(answer)], {
+    const child = spawn(process.execPath, [fixtureBundle, file, threadId, token, JSON.stringify(answer)], {
       cwd: root,
       env: { ...process.env, RUN_LOG: log },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type Message } from 'cubepi';
 import { z } from 'zod';
 import { defineTool } from 'cubepi';
@@ -12,6 +12,7 @@ import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { pgAvailable, requirePostgres, testPool } from '../checkpoint/postgres-server.js';
 import { memoryBackend, postgresBackend, sqliteBackend, type Backend } from './backends.js';
 import { fakePdf, fileBlocks, pdfMessage } from './files.js';
+import { bundledScript } from '../bundled-script.js';
 
 requirePostgres();
 const admin = pgAvailable ? testPool({ max: 2 }) : undefined;
@@ -20,6 +21,11 @@ afterAll(async () => {
 });
 
 const fixture = fileURLToPath(new URL('./fixtures/next-turn.ts', import.meta.url));
+/** `fixture` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let fixtureBundle: string;
+beforeAll(async () => {
+  fixtureBundle = await bundledScript(fixture);
+});
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 interface Seen {
@@ -42,7 +48,7 @@ function recorder(into: Seen[]) {
 }
 
 function nextTurnInNewProcess(location: readonly [string, string], threadId: string): Promise<Seen> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...location, threadId], {
+  const child = spawn(process.execPath, [fixtureBundle, ...location, threadId], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   Agent,
   CheckpointError,
@@ -21,6 +21,7 @@ import {
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { FauxProvider, fauxMessage, type FauxResponse } from 'cubepi/testing';
+import { bundledScript } from '../bundled-script.js';
 import { echoTool, expectConsistentTranscript, resultText } from '../helpers.js';
 import { dropSchema, pgAvailable, pgConfig, requirePostgres, testPool, uniqueSchema } from './postgres-server.js';
 
@@ -366,10 +367,15 @@ describe('an Agent with a checkpointer', () => {
 describe('resume after a crash mid-tool-batch (a child process killed with SIGKILL)', () => {
   const fixture = fileURLToPath(new URL('./fixtures/agent-until-killed.ts', import.meta.url));
   const root = fileURLToPath(new URL('../..', import.meta.url));
+  /** `fixture` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+  let fixtureBundle: string;
+  beforeAll(async () => {
+    fixtureBundle = await bundledScript(fixture);
+  });
 
   /** Runs the agent in a child, waits until its first tool result is stored and the second tool hangs, kills it. */
   async function runUntilKilled(args: string[], stored: () => Promise<number>): Promise<void> {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], {
+    const child = spawn(process.execPath, [fixtureBundle, ...args], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

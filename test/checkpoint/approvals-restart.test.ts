@@ -5,16 +5,22 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Checkpointer, type ToolResultMessage } from 'cubepi';
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { expectConsistentTranscript } from '../helpers.js';
 import { dropSchema, pgAvailable, pgConfig, requirePostgres, testPool, uniqueSchema } from './postgres-server.js';
+import { bundledScript } from '../bundled-script.js';
 
 requirePostgres();
 
 const fixture = fileURLToPath(new URL('./fixtures/approval-agent.ts', import.meta.url));
+/** `fixture` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let fixtureBundle: string;
+beforeAll(async () => {
+  fixtureBundle = await bundledScript(fixture);
+});
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cubepi-approvals-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -57,7 +63,7 @@ if (pgAvailable) {
 /** Runs the fixture to its end; resolves with its stdout. */
 function runProcess(args: string[], log: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], {
+    const child = spawn(process.execPath, [fixtureBundle, ...args], {
       cwd: root,
       env: { ...process.env, RUN_LOG: log },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -73,7 +79,7 @@ function runProcess(args: string[], log: string): Promise<string> {
 /** Runs the fixture until it prints `marker`, then kills it with SIGKILL. */
 function runUntil(args: string[], log: string, marker: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], {
+    const child = spawn(process.execPath, [fixtureBundle, ...args], {
       cwd: root,
       env: { ...process.env, RUN_LOG: log },
       stdio: ['ignore', 'pipe', 'pipe'],

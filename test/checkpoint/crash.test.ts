@@ -5,18 +5,24 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Checkpointer, Message } from 'cubepi';
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { dropSchema, pgAvailable, pgConfig, requirePostgres, testPool, uniqueSchema } from './postgres-server.js';
+import { bundledScript } from '../bundled-script.js';
 
 const writer = fileURLToPath(new URL('./fixtures/append-until-killed.ts', import.meta.url));
+/** `writer` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let writerBundle: string;
+beforeAll(async () => {
+  writerBundle = await bundledScript(writer);
+});
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Runs the writer until it has committed at least `batches` batches, kills it, and returns the last seq it printed. */
 async function appendUntilKilled(args: string[], batches: number): Promise<number> {
-  const child = spawn(process.execPath, ['--import', 'tsx', writer, ...args], {
+  const child = spawn(process.execPath, [writerBundle, ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

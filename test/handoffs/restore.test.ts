@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Checkpointer } from 'cubepi';
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
@@ -16,10 +16,16 @@ import {
   testPool,
   uniqueSchema,
 } from '../checkpoint/postgres-server.js';
+import { bundledScript } from '../bundled-script.js';
 
 requirePostgres();
 
 const fixture = fileURLToPath(new URL('./fixtures/handoff-process.ts', import.meta.url));
+/** `fixture` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let fixtureBundle: string;
+beforeAll(async () => {
+  fixtureBundle = await bundledScript(fixture);
+});
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'cubepi-handoffs-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -64,7 +70,7 @@ if (pgAvailable) {
 /** Runs the fixture to its end; resolves with its last stdout line, parsed. */
 function runProcess(args: string[]): Promise<{ calls: string[]; starts?: string[]; error?: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], {
+    const child = spawn(process.execPath, [fixtureBundle, ...args], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -19,11 +19,17 @@ import {
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 import { createEffectsTable, queueAgents } from '../worker/fixtures/queue-agents.js';
 import { awayFromMinuteEdge, waitUntil } from './minute-window.js';
+import { bundledScript } from '../bundled-script.js';
 
 requirePostgres();
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const apiScript = fileURLToPath(new URL('./fixtures/api-process.ts', import.meta.url));
+/** `apiScript` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let apiScriptBundle: string;
+beforeAll(async () => {
+  apiScriptBundle = await bundledScript(apiScript);
+});
 
 const TOKENS = { alice: 'alice-token-0123456789', bob: 'bob-token-0123456789ab', carol: 'carol-token-0123456789' };
 /** Alice may run 2 at once, carol start 3 per minute; bob has no limits. */
@@ -46,14 +52,10 @@ describe.skipIf(!pgAvailable)('limits across two API processes and two workers (
   let b: string;
 
   function spawnApi(): ApiProcess {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', apiScript, schema, `${schema}_boss`, JSON.stringify(CONFIG)],
-      {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawn(process.execPath, [apiScriptBundle, schema, `${schema}_boss`, JSON.stringify(CONFIG)], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const base = new Promise<string>((resolve, reject) => {

@@ -2,14 +2,20 @@
 // server would send — a result nested 5,000 levels deep, `result: null`, a -32000 error, a 20 MB line — and what the
 // tool result says for each. The client side is the SDK's Client, as in every mcpTools call.
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent, type AnyAgentTool, type ToolResultMessage } from 'cubepi';
 import { mcpTools, type McpToolDetails, type McpToolSet, type McpToolsOptions } from 'cubepi/mcp';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { collect, resultText } from '../helpers.js';
+import { bundledScript } from '../bundled-script.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const rawServer = fileURLToPath(new URL('./servers/raw-server.ts', import.meta.url));
+/** `rawServer` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let rawServerBundle: string;
+beforeAll(async () => {
+  rawServerBundle = await bundledScript(rawServer);
+});
 
 const sets: McpToolSet[] = [];
 afterEach(async () => {
@@ -18,7 +24,7 @@ afterEach(async () => {
 
 function openRaw(options: McpToolsOptions = {}): McpToolSet {
   const set = mcpTools(
-    { command: process.execPath, args: ['--import', 'tsx', rawServer], cwd: root, stderr: 'ignore' },
+    { command: process.execPath, args: [rawServerBundle], cwd: root, stderr: 'ignore' },
     { restartBackoffMs: 20, ...options },
   );
   sets.push(set);

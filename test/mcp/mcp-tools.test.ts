@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, type AgentEvent, type AnyAgentTool, type ImageContent, type ToolResultMessage } from 'cubepi';
 import { mcpTools, type McpToolDetails, type McpToolSet, type McpToolsOptions, type McpWarning } from 'cubepi/mcp';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
+import { bundledScript } from '../bundled-script.js';
 import { collect, resultText } from '../helpers.js';
 import { createHostileServer } from './servers/hostile-server.js';
 import { serveHttp, type ServedHttp } from './servers/serve-http.js';
@@ -17,6 +18,8 @@ import { createToolsServer, type ServerRecord } from './servers/tools-server.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const serverScript = fileURLToPath(new URL('./servers/tools-server.ts', import.meta.url));
+/** The stdio server, bundled once for this file (`bundledScript`): each test starts its own process of it. */
+let serverBundle: string;
 
 /** One server under test: how to reach it, and what it recorded. */
 interface Harness {
@@ -41,7 +44,7 @@ function stdioHarness(): Harness {
       const set = mcpTools(
         {
           command: process.execPath,
-          args: ['--import', 'tsx', serverScript],
+          args: [serverBundle],
           env: { MCP_LOG: log },
           cwd: root,
           stderr: 'ignore',
@@ -66,6 +69,7 @@ const httpRecords: ServerRecord[] = [];
 let hostile: ServedHttp;
 
 beforeAll(async () => {
+  serverBundle = await bundledScript(serverScript);
   http = await serveHttp(() => createToolsServer((entry) => httpRecords.push(entry)));
   hostile = await serveHttp(() => createHostileServer());
 });

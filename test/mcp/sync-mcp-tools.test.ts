@@ -1,16 +1,22 @@
 // syncMcpTools and Agent.dispose against the real stdio MCP server (test/mcp/servers/tools-server.ts): a tool list that
 // changes mid-run reaches the next turn's request and never the running batch; disposing the agent ends the server.
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, defineTool, InvalidStateError, type AnyAgentTool, type ToolResultMessage } from 'cubepi';
 import { mcpTools, syncMcpTools, type McpToolSet } from 'cubepi/mcp';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { NEVER } from 'rxjs';
 import { z } from 'zod';
 import { collect, resultText } from '../helpers.js';
+import { bundledScript } from '../bundled-script.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const serverScript = fileURLToPath(new URL('./servers/tools-server.ts', import.meta.url));
+/** `serverScript` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let serverScriptBundle: string;
+beforeAll(async () => {
+  serverScriptBundle = await bundledScript(serverScript);
+});
 
 const opened: McpToolSet[] = [];
 afterEach(async () => {
@@ -20,7 +26,7 @@ afterEach(async () => {
 function stdioTools(): McpToolSet {
   const set = mcpTools({
     command: process.execPath,
-    args: ['--import', 'tsx', serverScript],
+    args: [serverScriptBundle],
     cwd: root,
     stderr: 'ignore',
   });

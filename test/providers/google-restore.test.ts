@@ -13,6 +13,7 @@ import { GoogleProvider } from 'cubepi/providers/google';
 import { fakeVertexAuth, googleBodies, recordedSignatures } from './google-recordings.js';
 import { GEMINI_TOOLS, readScreen } from './fixtures/google-tools.js';
 import { ReplayServer, sse } from './replay-server.js';
+import { bundledScript } from '../bundled-script.js';
 
 const FLASH: Model = { id: 'gemini-3-flash-preview', provider: 'google', reasoning: true };
 const ROUND_1 = googleBodies('vertex-thought-no-args-and-parallel-calls.vercel-ai.jsonl')[0]!; // thought + 4 calls
@@ -21,6 +22,11 @@ const ANSWER = googleBodies('empty-text-thought-signature.vercel-ai.jsonl')[0]!;
 const NEXT_ANSWER = googleBodies('text-usage-signature-empty-part.vercel-ai.jsonl')[0]!;
 
 const fixture = fileURLToPath(new URL('./fixtures/google-next-turn.ts', import.meta.url));
+/** `fixture` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let fixtureBundle: string;
+beforeAll(async () => {
+  fixtureBundle = await bundledScript(fixture);
+});
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 let server: ReplayServer;
@@ -61,7 +67,7 @@ const sentSignatures = (contents: SentContent[]) =>
 
 /** Runs the child process to its end; resolves with what it printed. */
 function nextTurnInNewProcess(file: string, threadId: string, prompt: string): Promise<Message[]> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture, file, threadId, server.url, FLASH.id, prompt], {
+  const child = spawn(process.execPath, [fixtureBundle, file, threadId, server.url, FLASH.id, prompt], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { firstValueFrom, lastValueFrom, timeout, toArray, type Observable } from 'rxjs';
-import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InvalidInputError } from 'cubepi';
 import { createRunEventLog, RunEventLogError, type RunEventLog, type WireFrame } from 'cubepi/worker';
 import {
@@ -20,11 +20,17 @@ import {
 import { channelOf } from '../../src/worker/run-events-schema.js';
 import { plain, scriptedRun } from './run-frames.js';
 import { startPgProxy } from './tcp-proxy.js';
+import { bundledScript } from '../bundled-script.js';
 
 requirePostgres();
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const writer = fileURLToPath(new URL('./fixtures/append-run.ts', import.meta.url));
+/** `writer` bundled once for this file (`bundledScript`): its processes start without compiling it. */
+let writerBundle: string;
+beforeAll(async () => {
+  writerBundle = await bundledScript(writer);
+});
 
 const admin = pgAvailable ? testPool({ max: 2 }) : (undefined as unknown as pg.Pool);
 afterAll(async () => {
@@ -150,7 +156,7 @@ describe.skipIf(!pgAvailable)('run-event log (PostgreSQL)', () => {
     const frames = scriptedRun('child-run', 3, 15);
     const readers: Promise<WireFrame[]>[] = [all(log.runEvents('child-run'))]; // subscribed before the writer runs
     const starts: number[] = [0];
-    const child = spawn(process.execPath, ['--import', 'tsx', writer, schema, 'child-run', '3', '15', '4', '3'], {
+    const child = spawn(process.execPath, [writerBundle, schema, 'child-run', '3', '15', '4', '3'], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

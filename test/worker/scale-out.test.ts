@@ -9,12 +9,13 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { lastValueFrom, toArray } from 'rxjs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Message } from 'cubepi';
 import { PostgresCheckpointer } from 'cubepi/checkpoint/postgres';
 import { fromAgentEvents, runEventsUrl, startRun } from 'cubepi/client';
 import { createQueueServer, toNodeListener } from 'cubepi/server';
 import { createRunQueue, type RunQueue, type WireFrame } from 'cubepi/worker';
+import { bundledScript } from '../bundled-script.js';
 import { dropSchema, pgAvailable, requirePostgres, testPool, uniqueSchema } from '../checkpoint/postgres-server.js';
 import { openaiText } from '../cli/wire.js';
 import { cuttingFetch, random } from '../cutting-fetch.js';
@@ -53,7 +54,12 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
   let schema: string;
   let queue: RunQueue;
   let processes: WorkerProcess[] = [];
+  /** The worker process's script, bundled once for this file (`bundledScript`): no tsx compile per process. */
+  let workerBundle: string;
 
+  beforeAll(async () => {
+    workerBundle = await bundledScript(workerScript);
+  });
   beforeEach(async () => {
     schema = uniqueSchema('so');
     pool = testPool({ max: 8 });
@@ -82,7 +88,7 @@ describe.skipIf(!pgAvailable)('run queue across processes', () => {
       String(spec.graceMs ?? 10_000),
       (spec.agents ?? []).join(','),
     ];
-    const child = spawn(process.execPath, ['--import', 'tsx', workerScript, ...args], {
+    const child = spawn(process.execPath, [workerBundle, ...args], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its connections are named after it (pg reads PGAPPNAME), so a test can see its statements in flight.
