@@ -80,7 +80,7 @@ export function* resumeBatch(run: RunState, resume: ResumeBatch): Op<BatchResult
       continue;
     }
     // A client tool's call denied gets its denial whether or not this run has the tool.
-    const gone = tool === undefined && !(request?.clientTool === true && 'deny' in answer!);
+    const gone = tool === undefined && !(request?.clientTool === true && answer !== undefined && 'deny' in answer);
     if (answer === undefined || 'abort' in answer || 'interrupted' in answer || gone) {
       startCall(run, turn, index);
       finishCall(run, turn, index, unrunnable(answer, call.name));
