@@ -357,7 +357,7 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
       );
       expect(twice[0]!.n, 'effects that happened twice').toBe(0);
     },
-    90_000,
+    180_000,
   );
 
   describe('the run-event log', () => {
