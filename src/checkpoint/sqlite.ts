@@ -41,6 +41,7 @@ import type { BlobRef } from '../types/content.js';
 import { checkBlobThreshold, hasFiles, offloadFiles, type BlobOptions, type OffloadedBatch } from './offload-files.js';
 import { insertBlobStatement, SQLiteBlobStore } from './sqlite-blob-store.js';
 import { SerialQueue } from './serial-queue.js';
+import { SQLiteGroupCommit } from './sqlite-group-commit.js';
 import { SQLiteStore, type SQLiteStoreOptions } from './sqlite-store.js';
 
 export { SQLiteBlobStore };
@@ -149,6 +150,9 @@ const MIGRATIONS: readonly ((prefix: string) => string)[] = [
 
 const PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
 
+/** How long after a commit the WAL is checkpointed (on a file this checkpointer opened). */
+const CHECKPOINT_DELAY_MS = 200;
+
 type ThreadRow = { id: number; next_seq: number };
 type ListRow = {
   id: number;
@@ -232,6 +236,9 @@ export class SQLiteCheckpointer implements Checkpointer {
   readonly #list: Database.Statement<[number, number], ListRow>;
   readonly #deleteMessages: Database.Statement<[string]>;
   readonly #deleteThread: Database.Statement<[string]>;
+  readonly #commits: SQLiteGroupCommit;
+  /** The timer of the next WAL checkpoint (a file this checkpointer opened: autocheckpoint is off on it). */
+  #checkpointTimer: NodeJS.Timeout | undefined;
 
   /**
    * Opens the store, creating or migrating its tables. Throws `ConfigurationError` for a bad `tablePrefix`,
@@ -266,9 +273,16 @@ export class SQLiteCheckpointer implements Checkpointer {
       const db = this.#db;
       db.pragma('journal_mode = WAL');
       if (this.#owned) db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
+      // Checkpoints out of the commits' path: on a timer after writes (#scheduleCheckpoint), never inside a COMMIT.
+      if (this.#owned) db.pragma('wal_autocheckpoint = 0');
       migrate(db, prefix);
       // From here on a refusal comes back at once and retryWhileBusy waits without blocking the event loop.
       if (this.#owned) db.pragma('busy_timeout = 0');
+      this.#commits = new SQLiteGroupCommit(
+        db,
+        busyTimeoutMs,
+        this.#owned ? () => this.#scheduleCheckpoint() : undefined,
+      );
       const threads = `"${prefix}threads"`;
       const messages = `"${prefix}messages"`;
       const blobs = `"${prefix}blobs"`;
@@ -392,6 +406,7 @@ export class SQLiteCheckpointer implements Checkpointer {
   async load(threadId: string): Promise<CheckpointData | null> {
     try {
       checkThreadId(threadId);
+      await this.#commits.settled(); // the writes called before this load, committed
       const read = (): CheckpointData | null => {
         const found = this.#read.deferred(threadId);
         if (found === undefined) return null;
@@ -415,7 +430,7 @@ export class SQLiteCheckpointer implements Checkpointer {
       // IMMEDIATE: take the write lock before reading next_seq, so no other process can write between the check and
       // the insert (a deferred transaction would fail to upgrade instead of waiting).
       const write = (): AppendResult => ({ seq: this.#write.immediate(threadId, rows, expected, undefined) });
-      return retryWhileBusy(write, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'append', threadId });
+      return await this.#commits.run(write, 'append', threadId);
     } catch (error) {
       throw toCheckpointError(error, 'append', threadId);
     }
@@ -430,8 +445,7 @@ export class SQLiteCheckpointer implements Checkpointer {
     const batch = await offloadFiles(messages, this.#threshold);
     const rows = encodeMessages(threadId, batch.messages);
     const write = (): AppendResult => ({ seq: this.#write.immediate(threadId, rows, expected, batch) });
-    const retry = { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'append', threadId } as const;
-    if (this.#ownBlobs) return retryWhileBusy(write, retry);
+    if (this.#ownBlobs) return this.#commits.run(write, 'append', threadId);
     const external = this.blobs!;
     // The caller's store first (a failed put writes no row), then the rows; one at a time with this process's
     // deletions, so a deletion cannot remove a blob between its put and the row that refers to it.
@@ -441,7 +455,7 @@ export class SQLiteCheckpointer implements Checkpointer {
         if (stored !== ref) throw new Error(`The blob store stored ${ref} as ${String(stored)}`);
       }
       try {
-        return await retryWhileBusy(write, retry);
+        return await this.#commits.run(write, 'append', threadId);
       } catch (error) {
         // Nothing written (a conflict, a locked file): take back the blobs nothing refers to.
         // (A failed clean-up leaves an unreferenced blob, harmless; the append's own error is the one reported.)
@@ -463,7 +477,7 @@ export class SQLiteCheckpointer implements Checkpointer {
         const now = Date.now();
         this.#upsertExtra.run(threadId, encoded, now, now);
       };
-      return retryWhileBusy(write, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'saveExtra', threadId });
+      return await this.#commits.run(write, 'saveExtra', threadId);
     } catch (error) {
       throw toCheckpointError(error, 'saveExtra', threadId);
     }
@@ -473,6 +487,7 @@ export class SQLiteCheckpointer implements Checkpointer {
   async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
     try {
       const { limit, before, owner } = checkListOptions(options);
+      await this.#commits.settled();
       const rows = (): ListRow[] =>
         owner === undefined
           ? this.#list.all(before ?? Number.MAX_SAFE_INTEGER, limit)
@@ -499,7 +514,7 @@ export class SQLiteCheckpointer implements Checkpointer {
       checkThreadId(threadId);
       checkOwner(owner);
       const claim = (): string | null => this.#claimOwner.immediate(threadId, owner);
-      return retryWhileBusy(claim, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'claimThread', threadId });
+      return await this.#commits.run(claim, 'claimThread', threadId);
     } catch (error) {
       throw toCheckpointError(error, 'claimThread', threadId);
     }
@@ -509,6 +524,7 @@ export class SQLiteCheckpointer implements Checkpointer {
   async threadOwner(threadId: string): Promise<string | null | undefined> {
     try {
       checkThreadId(threadId);
+      await this.#commits.settled();
       const read = (): string | null | undefined => this.#selectOwner.get(threadId)?.owner;
       return retryWhileBusy(read, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'threadOwner', threadId });
     } catch (error) {
@@ -521,12 +537,7 @@ export class SQLiteCheckpointer implements Checkpointer {
     try {
       checkThreadId(threadId);
       const remove = (): BlobRef[] => this.#delete.immediate(threadId);
-      const unreferenced = await retryWhileBusy(remove, {
-        db: this.#db,
-        limitMs: this.#busyTimeoutMs,
-        operation: 'deleteThread',
-        threadId,
-      });
+      const unreferenced = await this.#commits.run(remove, 'deleteThread', threadId);
       if (unreferenced.length === 0) return;
       // The caller's store: after the rows are gone (a failed deletion leaves an unreferenced blob, never a dangling
       // ref), checking again that no thread took the blob meanwhile.
@@ -547,7 +558,7 @@ export class SQLiteCheckpointer implements Checkpointer {
         this.#fork.immediate(threadId, atSeq, newThreadId);
         return { threadId: newThreadId, seq: atSeq };
       };
-      return retryWhileBusy(fork, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'fork', threadId });
+      return await this.#commits.run(fork, 'fork', threadId);
     } catch (error) {
       throw toCheckpointError(error, 'fork', threadId);
     }
@@ -562,9 +573,33 @@ export class SQLiteCheckpointer implements Checkpointer {
     return new SQLiteStore(this.#db, { busyTimeoutMs: this.#busyTimeoutMs, ...options });
   }
 
-  /** Closes the database if this checkpointer opened it (a `Database` passed in stays open). Idempotent. */
+  /**
+   * Closes the database if this checkpointer opened it (a `Database` passed in stays open), once the writes called
+   * before it have settled. Idempotent.
+   */
   async close(): Promise<void> {
+    await this.#commits.settled();
+    clearTimeout(this.#checkpointTimer);
+    this.#checkpointTimer = undefined;
     if (this.#owned && this.#db.open) this.#db.close();
+  }
+
+  /**
+   * After a commit: a PASSIVE checkpoint of the WAL into the database file within {@link CHECKPOINT_DELAY_MS}, so the
+   * WAL stays small without a COMMIT ever paying for a checkpoint. PASSIVE never waits for a lock: when a reader or
+   * another process's checkpoint is in the way, what it could not copy is copied by the next one.
+   */
+  #scheduleCheckpoint(): void {
+    if (this.#checkpointTimer !== undefined) return;
+    this.#checkpointTimer = setTimeout(() => {
+      this.#checkpointTimer = undefined;
+      try {
+        if (this.#db.open) this.#db.pragma('wal_checkpoint(PASSIVE)');
+      } catch {
+        // A failed checkpoint loses nothing (the WAL keeps the commits); the next commit schedules another one.
+      }
+    }, CHECKPOINT_DELAY_MS);
+    this.#checkpointTimer.unref();
   }
 }
 
