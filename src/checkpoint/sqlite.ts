@@ -42,6 +42,7 @@ import { checkBlobThreshold, hasFiles, offloadFiles, type BlobOptions, type Offl
 import { insertBlobStatement, SQLiteBlobStore } from './sqlite-blob-store.js';
 import { SerialQueue } from './serial-queue.js';
 import { SQLiteGroupCommit } from './sqlite-group-commit.js';
+import { SQLiteWalWorker } from './sqlite-wal-worker.js';
 import { SQLiteStore, type SQLiteStoreOptions } from './sqlite-store.js';
 
 export { SQLiteBlobStore };
@@ -239,6 +240,8 @@ export class SQLiteCheckpointer implements Checkpointer {
   readonly #commits: SQLiteGroupCommit;
   /** The timer of the next WAL checkpoint (a file this checkpointer opened: autocheckpoint is off on it). */
   #checkpointTimer: NodeJS.Timeout | undefined;
+  /** The thread that runs those checkpoints (a file on disk), started with the first one. */
+  readonly #walWorker: SQLiteWalWorker | undefined;
 
   /**
    * Opens the store, creating or migrating its tables. Throws `ConfigurationError` for a bad `tablePrefix`,
@@ -278,6 +281,7 @@ export class SQLiteCheckpointer implements Checkpointer {
       migrate(db, prefix);
       // From here on a refusal comes back at once and retryWhileBusy waits without blocking the event loop.
       if (this.#owned) db.pragma('busy_timeout = 0');
+      this.#walWorker = this.#owned && !db.memory ? new SQLiteWalWorker(db.name) : undefined;
       this.#commits = new SQLiteGroupCommit(
         db,
         busyTimeoutMs,
@@ -581,12 +585,14 @@ export class SQLiteCheckpointer implements Checkpointer {
     await this.#commits.settled();
     clearTimeout(this.#checkpointTimer);
     this.#checkpointTimer = undefined;
+    await this.#walWorker?.close();
     if (this.#owned && this.#db.open) this.#db.close();
   }
 
   /**
-   * After a commit: a PASSIVE checkpoint of the WAL into the database file within {@link CHECKPOINT_DELAY_MS}, so the
-   * WAL stays small without a COMMIT ever paying for a checkpoint. PASSIVE never waits for a lock: when a reader or
+   * After a commit: a PASSIVE checkpoint of the WAL into the database file within {@link CHECKPOINT_DELAY_MS}, in a
+   * worker thread of its own ({@link SQLiteWalWorker}), so the WAL stays small without a COMMIT ever paying for a
+   * checkpoint and without the copy or its fsyncs holding the event loop. PASSIVE never waits for a lock: when a reader or
    * another process's checkpoint is in the way, what it could not copy is copied by the next one.
    */
   #scheduleCheckpoint(): void {
@@ -594,7 +600,8 @@ export class SQLiteCheckpointer implements Checkpointer {
     this.#checkpointTimer = setTimeout(() => {
       this.#checkpointTimer = undefined;
       try {
-        if (this.#db.open) this.#db.pragma('wal_checkpoint(PASSIVE)');
+        // In the worker thread when there is one; here (a short pause of the event loop) when it could not start.
+        if (this.#db.open && this.#walWorker?.request() !== true) this.#db.pragma('wal_checkpoint(PASSIVE)');
       } catch {
         // A failed checkpoint loses nothing (the WAL keeps the commits); the next commit schedules another one.
       }
