@@ -178,9 +178,13 @@ type LoadedThread = { next_seq: number; extra: string; parent_id: number | null 
  * - A load is one range scan of the `(thread_id, seq)` primary key; an append is one transaction: a lookup of the
  *   thread's `next_seq`, the new rows, and the counter update — its cost does not depend on the thread's length.
  *   Appends take the write lock at their start (`BEGIN IMMEDIATE`), so `expectedSeq` holds across processes.
- * - better-sqlite3 is synchronous: a call that finds the database free runs to completion on the calling thread
- *   (the returned Promise is already settled), so one append costs its own statements plus, with
- *   `synchronous: 'full'`, an fsync. A call that finds it locked by another connection does not wait on the thread:
+ * - Group commit: the writes (`append`, `saveExtra`, `fork`, `claimThread`, `deleteThread`) called in one turn of
+ *   the event loop, on any threads, run on the next turn in one transaction (one fsync with `synchronous: 'full'`),
+ *   in call order, each in a savepoint: a write that fails rejects its own caller, nothing of it written, and the
+ *   others commit. A promise resolves after its transaction's `COMMIT` (an acknowledged append survives `kill -9`).
+ *   At most 512 writes or ~8 ms of statements per transaction. Reads wait for the writes called before them. On a
+ *   file it opens, `wal_autocheckpoint` is off: a PASSIVE checkpoint runs in a worker thread ~200 ms after writes.
+ * - A group that finds the database locked by another connection does not wait on the thread:
  *   it is tried again on later turns of the event loop, with backoff, for up to `busyTimeoutMs` (default 5 s), so
  *   the other agents of the process keep running meanwhile. The constructor is synchronous: when it must create or
  *   migrate the tables (or switch the file to WAL) while another connection holds the lock, it waits for it on the
