@@ -62,6 +62,8 @@ export class SQLiteWalWorker {
     if (worker === undefined) return;
     this.#worker = undefined;
     this.#failed = true;
+    // Referenced again while it ends: an unref'd worker would let the process exit with close() still pending.
+    worker.ref();
     worker.postMessage('close');
     await this.#exited;
   }
