@@ -2,12 +2,16 @@
 // fsync); each caller keeps its own outcome, and one thread's writes keep their order. The number of transactions is
 // read from the WAL itself (its commit frames), not from the code under test, and nothing here asserts a duration.
 import Database from 'better-sqlite3';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CheckpointError, ThreadConflictError, type Message } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
+import { bundledScript } from '../bundled-script.js';
 
 const cleanup: (() => void)[] = [];
 afterEach(() => {
@@ -213,5 +217,14 @@ describe('SQLiteCheckpointer group commit', () => {
     const reader = new Database(path, { readonly: true });
     cleanup.push(() => reader.close());
     expect(reader.prepare('SELECT count(*) FROM cubepi_messages').pluck().get()).toBe(40);
+  });
+
+  it('finishes close() in a process with nothing else to do, after the WAL worker has run', async () => {
+    const fixture = fileURLToPath(new URL('./fixtures/close-after-checkpoint.ts', import.meta.url));
+    const root = fileURLToPath(new URL('../..', import.meta.url));
+    const { stdout } = await promisify(execFile)(process.execPath, [await bundledScript(fixture), tempFile()], {
+      cwd: root,
+    });
+    expect(stdout).toBe('closed\n');
   });
 });
