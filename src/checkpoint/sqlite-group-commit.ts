@@ -48,6 +48,8 @@ export class SQLiteGroupCommit {
   #queue: Pending[] = [];
   /** A flush is scheduled, or under way (waiting for a lock, or running writes one by one). */
   #busy = false;
+  /** Writes taken off the queue whose outcome is still being awaited (a lock wait, a write run alone). */
+  #inFlight = 0;
   /** The group's transaction began (its BEGIN succeeded) in the latest attempt. */
   #began = false;
 
@@ -77,6 +79,19 @@ export class SQLiteGroupCommit {
       // A transaction of the caller's: the write belongs in it, now (as a savepoint), not in a later group.
       return Promise.resolve(retryWhileBusy(write, { db: this.#db, limitMs: this.#limitMs, operation, threadId }));
     }
+    if (!this.#busy && this.#queue.length === 0) {
+      // Nothing queued or in flight: this write runs now, alone, as a call did before group commit (an uncontended
+      // writer pays no extra turn); the writes that follow it in this turn are queued for one group on the next.
+      this.#schedule();
+      try {
+        const value = write();
+        this.#onCommit?.();
+        return Promise.resolve(value);
+      } catch (error) {
+        if (!isBusy(error) || this.#db.inTransaction) return Promise.reject(error);
+        // Refused (another connection holds the lock): it heads the queue, which waits for the lock with backoff.
+      }
+    }
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ run: write, resolve: resolve as (value: unknown) => void, reject, operation, threadId });
       this.#schedule();
@@ -85,7 +100,7 @@ export class SQLiteGroupCommit {
 
   /** `undefined` when no write is queued; otherwise a promise that settles once every write queued so far has. */
   settled(): Promise<void> | undefined {
-    if (!this.#busy && this.#queue.length === 0) return undefined;
+    if (this.#queue.length === 0 && this.#inFlight === 0) return undefined;
     return this.run(() => undefined, 'load').then(
       () => undefined,
       () => undefined,
@@ -105,7 +120,8 @@ export class SQLiteGroupCommit {
         if (writes.length === 1) {
           // Alone: its own transaction, no savepoint (what a call cost before group commit).
           const [write] = this.#queue.splice(0, 1) as [Pending];
-          await this.#alone(write);
+          this.#inFlight++;
+          await this.#alone(write).finally(() => this.#inFlight--);
         } else {
           const outcomes: Outcome[] = [];
           try {
@@ -127,7 +143,8 @@ export class SQLiteGroupCommit {
             }
             // The transaction failed as a whole: each write again, alone, with its own outcome.
             this.#queue.splice(0, writes.length);
-            for (const write of writes) await this.#alone(write);
+            this.#inFlight += writes.length;
+            for (const write of writes) await this.#alone(write).finally(() => this.#inFlight--);
             continue;
           }
           this.#queue.splice(0, outcomes.length);

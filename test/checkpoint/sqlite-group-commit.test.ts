@@ -64,17 +64,22 @@ function counted(): { path: string; db: Database.Database; store: SQLiteCheckpoi
 }
 
 describe('SQLiteCheckpointer group commit', () => {
-  it('commits the appends of 50 threads made in one turn in one transaction, each resolved with its own seq', async () => {
+  it("commits the first append of a turn at once and the next 49 threads' appends of that turn in one transaction", async () => {
     const { path, store } = counted();
     const before = walCommits(path);
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => store.append(`t${i}`, [user(`a${i}`), user(`b${i}`)], { expectedSeq: 0 })),
     );
     expect(results).toEqual(Array.from({ length: 50 }, () => ({ seq: 2 })));
-    expect(walCommits(path) - before).toBe(1);
-    // The next turn's writes are the next transaction.
-    await Promise.all([store.append('t0', [user('c0')], { expectedSeq: 2 }), store.saveExtra('t1', { v: 1 })]);
+    // The first alone (no queue: it runs inside its call, as before group commit), the other 49 together.
     expect(walCommits(path) - before).toBe(2);
+    // The next turn's writes: again the first alone, then the rest.
+    await Promise.all([
+      store.append('t0', [user('c0')], { expectedSeq: 2 }),
+      store.saveExtra('t1', { v: 1 }),
+      store.saveExtra('t2', { v: 2 }),
+    ]);
+    expect(walCommits(path) - before).toBe(4);
     for (let i = 0; i < 50; i++) expect((await store.load(`t${i}`))!.seq).toBe(i === 0 ? 3 : 2);
     expect((await store.load('t1'))!.extra).toEqual({ v: 1 });
   });
@@ -103,7 +108,7 @@ describe('SQLiteCheckpointer group commit', () => {
     expect(conflict).toBeInstanceOf(ThreadConflictError);
     expect([conflict.expected, conflict.actual]).toEqual([1, 2]);
     expect((settled[4] as PromiseFulfilledResult<unknown>).value).toEqual({ seq: 4 });
-    expect(walCommits(path) - before).toBe(1);
+    expect(walCommits(path) - before).toBe(2);
     const saved = await store.load('t');
     expect(saved!.messages.map((m) => m.content)).toEqual(['m0', 'm1', 'm2', 'm3']);
     expect(saved!.extra).toEqual({ after: 'm1' });
@@ -112,20 +117,22 @@ describe('SQLiteCheckpointer group commit', () => {
   it('rolls back only the append a statement refused (a savepoint each): its caller alone rejects, nothing half written', async () => {
     const { path, db, store } = counted();
     await store.append('seed', [user('s')]);
+    await new Promise((resolve) => setImmediate(resolve)); // a turn with no write queued: the next write runs alone
     db.exec(`CREATE TRIGGER poison BEFORE INSERT ON cubepi_messages WHEN NEW.body LIKE '%poison%'
              BEGIN SELECT RAISE(ABORT, 'poisoned row'); END`);
     const before = walCommits(path);
     const settled = await Promise.allSettled([
+      store.append('first', [user('f')]), // alone; a, b and c are one group
       store.append('a', [user('a0')]),
       store.append('b', [user('b0'), user('poison'), user('b2')]),
       store.append('c', [user('c0')]),
     ]);
-    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    const error = (settled[1] as PromiseRejectedResult).reason as CheckpointError;
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const error = (settled[2] as PromiseRejectedResult).reason as CheckpointError;
     expect(error).toBeInstanceOf(CheckpointError);
     expect(error.threadId).toBe('b');
     expect(String((error.cause as Error).message)).toContain('poisoned row');
-    expect(walCommits(path) - before).toBe(1);
+    expect(walCommits(path) - before).toBe(2);
     expect(await store.load('b')).toBeNull();
     expect((await store.load('a'))!.seq).toBe(1);
     expect((await store.load('c'))!.seq).toBe(1);
@@ -134,16 +141,18 @@ describe('SQLiteCheckpointer group commit', () => {
   it('runs each write of a group alone when one ended the whole transaction, so each caller gets its own outcome', async () => {
     const { db, store } = counted();
     await store.append('seed', [user('s')]);
+    await new Promise((resolve) => setImmediate(resolve)); // a turn with no write queued: the next write runs alone
     // RAISE(ROLLBACK) rolls back the whole transaction, not just the statement.
     db.exec(`CREATE TRIGGER poison BEFORE INSERT ON cubepi_messages WHEN NEW.body LIKE '%poison%'
              BEGIN SELECT RAISE(ROLLBACK, 'poisoned transaction'); END`);
     const settled = await Promise.allSettled([
+      store.append('first', [user('f')]), // alone; a, b and c are one group
       store.append('a', [user('a0')]),
       store.append('b', [user('b0'), user('poison')]),
       store.saveExtra('c', { v: 1 }),
     ]);
-    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
-    const error = (settled[1] as PromiseRejectedResult).reason as CheckpointError;
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const error = (settled[2] as PromiseRejectedResult).reason as CheckpointError;
     expect(error.threadId).toBe('b');
     expect(String((error.cause as Error).message)).toContain('poisoned transaction');
     expect(await store.load('b')).toBeNull();
