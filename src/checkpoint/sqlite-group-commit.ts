@@ -28,7 +28,8 @@ const MAX_MS = 8;
 class TransactionLost extends Error {}
 
 /**
- * The writes of a connection, committed in groups: `run(write)` queues the write and, on the next turn of the event
+ * The writes of a connection, committed in groups: `run(write)` runs a write at once when none is queued or in
+ * flight (its own transaction, as a call did before), and otherwise queues it; on the next turn of the event
  * loop (`setImmediate`), every write queued by then — up to {@link MAX_WRITES}, or what runs in {@link MAX_MS} —
  * runs in one `BEGIN IMMEDIATE` transaction, in queue order; each caller's promise settles after that `COMMIT`. What
  * is left runs on the next turn, so one transaction never holds the event loop for long.

@@ -178,8 +178,9 @@ type LoadedThread = { next_seq: number; extra: string; parent_id: number | null 
  * - A load is one range scan of the `(thread_id, seq)` primary key; an append is one transaction: a lookup of the
  *   thread's `next_seq`, the new rows, and the counter update — its cost does not depend on the thread's length.
  *   Appends take the write lock at their start (`BEGIN IMMEDIATE`), so `expectedSeq` holds across processes.
- * - Group commit: the writes (`append`, `saveExtra`, `fork`, `claimThread`, `deleteThread`) called in one turn of
- *   the event loop, on any threads, run on the next turn in one transaction (one fsync with `synchronous: 'full'`),
+ * - Group commit: a write (`append`, `saveExtra`, `fork`, `claimThread`, `deleteThread`) with none queued runs in
+ *   its call; the writes called after it in that turn of the event loop, on any threads, run on the next turn in one
+ *   transaction (one fsync with `synchronous: 'full'`),
  *   in call order, each in a savepoint: a write that fails rejects its own caller, nothing of it written, and the
  *   others commit. A promise resolves after its transaction's `COMMIT` (an acknowledged append survives `kill -9`).
  *   At most 512 writes or ~8 ms of statements per transaction. Reads wait for the writes called before them. On a
