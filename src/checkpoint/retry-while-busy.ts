@@ -56,13 +56,14 @@ async function retryLater<T>(attempt: () => T, retry: BusyRetry, start: number, 
   }
 }
 
-/** SQLite's refusals for a lock held elsewhere: `SQLITE_BUSY` and its extended codes (`_SNAPSHOT`, `_RECOVERY`, …). */
-function isBusy(error: unknown): boolean {
+/** Whether `error` is one of SQLite's refusals for a lock held elsewhere: `SQLITE_BUSY` and its extended codes (`_SNAPSHOT`, `_RECOVERY`, …). */
+export function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_'));
 }
 
-function lockedError(retry: BusyRetry, refusal: unknown): CheckpointError {
+/** The error of a call that waited for the lock for all of `retry.limitMs` (`cause`: SQLite's last refusal). */
+export function lockedError(retry: BusyRetry, refusal: unknown): CheckpointError {
   const where = retry.threadId === undefined ? '' : ` for thread "${retry.threadId}"`;
   return new CheckpointError({
     operation: retry.operation,

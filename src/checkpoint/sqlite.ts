@@ -41,6 +41,8 @@ import type { BlobRef } from '../types/content.js';
 import { checkBlobThreshold, hasFiles, offloadFiles, type BlobOptions, type OffloadedBatch } from './offload-files.js';
 import { insertBlobStatement, SQLiteBlobStore } from './sqlite-blob-store.js';
 import { SerialQueue } from './serial-queue.js';
+import { SQLiteGroupCommit } from './sqlite-group-commit.js';
+import { SQLiteWalWorker } from './sqlite-wal-worker.js';
 import { SQLiteStore, type SQLiteStoreOptions } from './sqlite-store.js';
 
 export { SQLiteBlobStore };
@@ -149,6 +151,9 @@ const MIGRATIONS: readonly ((prefix: string) => string)[] = [
 
 const PREFIX = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
 
+/** How long after a commit the WAL is checkpointed (on a file this checkpointer opened). */
+const CHECKPOINT_DELAY_MS = 200;
+
 type ThreadRow = { id: number; next_seq: number };
 type ListRow = {
   id: number;
@@ -173,9 +178,14 @@ type LoadedThread = { next_seq: number; extra: string; parent_id: number | null 
  * - A load is one range scan of the `(thread_id, seq)` primary key; an append is one transaction: a lookup of the
  *   thread's `next_seq`, the new rows, and the counter update — its cost does not depend on the thread's length.
  *   Appends take the write lock at their start (`BEGIN IMMEDIATE`), so `expectedSeq` holds across processes.
- * - better-sqlite3 is synchronous: a call that finds the database free runs to completion on the calling thread
- *   (the returned Promise is already settled), so one append costs its own statements plus, with
- *   `synchronous: 'full'`, an fsync. A call that finds it locked by another connection does not wait on the thread:
+ * - Group commit: a write (`append`, `saveExtra`, `fork`, `claimThread`, `deleteThread`) with none queued runs in
+ *   its call; the writes called after it in that turn of the event loop, on any threads, run on the next turn in one
+ *   transaction (one fsync with `synchronous: 'full'`),
+ *   in call order, each in a savepoint: a write that fails rejects its own caller, nothing of it written, and the
+ *   others commit. A promise resolves after its transaction's `COMMIT` (an acknowledged append survives `kill -9`).
+ *   At most 512 writes or ~8 ms of statements per transaction. Reads wait for the writes called before them. On a
+ *   file it opens, `wal_autocheckpoint` is off: a PASSIVE checkpoint runs in a worker thread ~200 ms after writes.
+ * - A group that finds the database locked by another connection does not wait on the thread:
  *   it is tried again on later turns of the event loop, with backoff, for up to `busyTimeoutMs` (default 5 s), so
  *   the other agents of the process keep running meanwhile. The constructor is synchronous: when it must create or
  *   migrate the tables (or switch the file to WAL) while another connection holds the lock, it waits for it on the
@@ -232,6 +242,11 @@ export class SQLiteCheckpointer implements Checkpointer {
   readonly #list: Database.Statement<[number, number], ListRow>;
   readonly #deleteMessages: Database.Statement<[string]>;
   readonly #deleteThread: Database.Statement<[string]>;
+  readonly #commits: SQLiteGroupCommit;
+  /** The timer of the next WAL checkpoint (a file this checkpointer opened: autocheckpoint is off on it). */
+  #checkpointTimer: NodeJS.Timeout | undefined;
+  /** The thread that runs those checkpoints (a file on disk), started with the first one. */
+  readonly #walWorker: SQLiteWalWorker | undefined;
 
   /**
    * Opens the store, creating or migrating its tables. Throws `ConfigurationError` for a bad `tablePrefix`,
@@ -266,9 +281,17 @@ export class SQLiteCheckpointer implements Checkpointer {
       const db = this.#db;
       db.pragma('journal_mode = WAL');
       if (this.#owned) db.pragma(`synchronous = ${synchronous.toUpperCase()}`);
+      // Checkpoints out of the commits' path: on a timer after writes (#scheduleCheckpoint), never inside a COMMIT.
+      if (this.#owned) db.pragma('wal_autocheckpoint = 0');
       migrate(db, prefix);
       // From here on a refusal comes back at once and retryWhileBusy waits without blocking the event loop.
       if (this.#owned) db.pragma('busy_timeout = 0');
+      this.#walWorker = this.#owned && !db.memory ? new SQLiteWalWorker(db.name) : undefined;
+      this.#commits = new SQLiteGroupCommit(
+        db,
+        busyTimeoutMs,
+        this.#owned ? () => this.#scheduleCheckpoint() : undefined,
+      );
       const threads = `"${prefix}threads"`;
       const messages = `"${prefix}messages"`;
       const blobs = `"${prefix}blobs"`;
@@ -392,6 +415,7 @@ export class SQLiteCheckpointer implements Checkpointer {
   async load(threadId: string): Promise<CheckpointData | null> {
     try {
       checkThreadId(threadId);
+      await this.#commits.settled(); // the writes called before this load, committed
       const read = (): CheckpointData | null => {
         const found = this.#read.deferred(threadId);
         if (found === undefined) return null;
@@ -415,7 +439,7 @@ export class SQLiteCheckpointer implements Checkpointer {
       // IMMEDIATE: take the write lock before reading next_seq, so no other process can write between the check and
       // the insert (a deferred transaction would fail to upgrade instead of waiting).
       const write = (): AppendResult => ({ seq: this.#write.immediate(threadId, rows, expected, undefined) });
-      return retryWhileBusy(write, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'append', threadId });
+      return await this.#commits.run(write, 'append', threadId);
     } catch (error) {
       throw toCheckpointError(error, 'append', threadId);
     }
@@ -430,8 +454,7 @@ export class SQLiteCheckpointer implements Checkpointer {
     const batch = await offloadFiles(messages, this.#threshold);
     const rows = encodeMessages(threadId, batch.messages);
     const write = (): AppendResult => ({ seq: this.#write.immediate(threadId, rows, expected, batch) });
-    const retry = { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'append', threadId } as const;
-    if (this.#ownBlobs) return retryWhileBusy(write, retry);
+    if (this.#ownBlobs) return this.#commits.run(write, 'append', threadId);
     const external = this.blobs!;
     // The caller's store first (a failed put writes no row), then the rows; one at a time with this process's
     // deletions, so a deletion cannot remove a blob between its put and the row that refers to it.
@@ -441,7 +464,7 @@ export class SQLiteCheckpointer implements Checkpointer {
         if (stored !== ref) throw new Error(`The blob store stored ${ref} as ${String(stored)}`);
       }
       try {
-        return await retryWhileBusy(write, retry);
+        return await this.#commits.run(write, 'append', threadId);
       } catch (error) {
         // Nothing written (a conflict, a locked file): take back the blobs nothing refers to.
         // (A failed clean-up leaves an unreferenced blob, harmless; the append's own error is the one reported.)
@@ -463,7 +486,7 @@ export class SQLiteCheckpointer implements Checkpointer {
         const now = Date.now();
         this.#upsertExtra.run(threadId, encoded, now, now);
       };
-      return retryWhileBusy(write, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'saveExtra', threadId });
+      return await this.#commits.run(write, 'saveExtra', threadId);
     } catch (error) {
       throw toCheckpointError(error, 'saveExtra', threadId);
     }
@@ -473,6 +496,7 @@ export class SQLiteCheckpointer implements Checkpointer {
   async listThreads(options?: ListThreadsOptions): Promise<ThreadInfo[]> {
     try {
       const { limit, before, owner } = checkListOptions(options);
+      await this.#commits.settled();
       const rows = (): ListRow[] =>
         owner === undefined
           ? this.#list.all(before ?? Number.MAX_SAFE_INTEGER, limit)
@@ -499,7 +523,7 @@ export class SQLiteCheckpointer implements Checkpointer {
       checkThreadId(threadId);
       checkOwner(owner);
       const claim = (): string | null => this.#claimOwner.immediate(threadId, owner);
-      return retryWhileBusy(claim, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'claimThread', threadId });
+      return await this.#commits.run(claim, 'claimThread', threadId);
     } catch (error) {
       throw toCheckpointError(error, 'claimThread', threadId);
     }
@@ -509,6 +533,7 @@ export class SQLiteCheckpointer implements Checkpointer {
   async threadOwner(threadId: string): Promise<string | null | undefined> {
     try {
       checkThreadId(threadId);
+      await this.#commits.settled();
       const read = (): string | null | undefined => this.#selectOwner.get(threadId)?.owner;
       return retryWhileBusy(read, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'threadOwner', threadId });
     } catch (error) {
@@ -521,12 +546,7 @@ export class SQLiteCheckpointer implements Checkpointer {
     try {
       checkThreadId(threadId);
       const remove = (): BlobRef[] => this.#delete.immediate(threadId);
-      const unreferenced = await retryWhileBusy(remove, {
-        db: this.#db,
-        limitMs: this.#busyTimeoutMs,
-        operation: 'deleteThread',
-        threadId,
-      });
+      const unreferenced = await this.#commits.run(remove, 'deleteThread', threadId);
       if (unreferenced.length === 0) return;
       // The caller's store: after the rows are gone (a failed deletion leaves an unreferenced blob, never a dangling
       // ref), checking again that no thread took the blob meanwhile.
@@ -547,7 +567,7 @@ export class SQLiteCheckpointer implements Checkpointer {
         this.#fork.immediate(threadId, atSeq, newThreadId);
         return { threadId: newThreadId, seq: atSeq };
       };
-      return retryWhileBusy(fork, { db: this.#db, limitMs: this.#busyTimeoutMs, operation: 'fork', threadId });
+      return await this.#commits.run(fork, 'fork', threadId);
     } catch (error) {
       throw toCheckpointError(error, 'fork', threadId);
     }
@@ -562,9 +582,36 @@ export class SQLiteCheckpointer implements Checkpointer {
     return new SQLiteStore(this.#db, { busyTimeoutMs: this.#busyTimeoutMs, ...options });
   }
 
-  /** Closes the database if this checkpointer opened it (a `Database` passed in stays open). Idempotent. */
+  /**
+   * Closes the database if this checkpointer opened it (a `Database` passed in stays open), once the writes called
+   * before it have settled. Idempotent.
+   */
   async close(): Promise<void> {
+    await this.#commits.settled();
+    clearTimeout(this.#checkpointTimer);
+    this.#checkpointTimer = undefined;
+    await this.#walWorker?.close();
     if (this.#owned && this.#db.open) this.#db.close();
+  }
+
+  /**
+   * After a commit: a PASSIVE checkpoint of the WAL into the database file within {@link CHECKPOINT_DELAY_MS}, in a
+   * worker thread of its own ({@link SQLiteWalWorker}), so the WAL stays small without a COMMIT ever paying for a
+   * checkpoint and without the copy or its fsyncs holding the event loop. PASSIVE never waits for a lock: when a reader or
+   * another process's checkpoint is in the way, what it could not copy is copied by the next one.
+   */
+  #scheduleCheckpoint(): void {
+    if (this.#checkpointTimer !== undefined) return;
+    this.#checkpointTimer = setTimeout(() => {
+      this.#checkpointTimer = undefined;
+      try {
+        // In the worker thread when there is one; here (a short pause of the event loop) when it could not start.
+        if (this.#db.open && this.#walWorker?.request() !== true) this.#db.pragma('wal_checkpoint(PASSIVE)');
+      } catch {
+        // A failed checkpoint loses nothing (the WAL keeps the commits); the next commit schedules another one.
+      }
+    }, CHECKPOINT_DELAY_MS);
+    this.#checkpointTimer.unref();
   }
 }
 

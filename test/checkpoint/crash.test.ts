@@ -19,6 +19,7 @@ beforeAll(async () => {
   writerBundle = await bundledScript(writer);
 });
 const root = fileURLToPath(new URL('../..', import.meta.url));
+const acknowledging = fileURLToPath(new URL('./fixtures/append-acknowledged.ts', import.meta.url));
 
 /** Runs the writer until it has committed at least `batches` batches, kills it, and returns the last seq it printed. */
 async function appendUntilKilled(args: string[], batches: number): Promise<number> {
@@ -94,4 +95,60 @@ describe('a writer killed mid-append (SIGKILL)', () => {
       }
     },
   );
+});
+
+describe('a process killed (SIGKILL) after acknowledged appends (group commit)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cubepi-crash-ack-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  for (const synchronous of ['full', 'normal'] as const) {
+    it(`keeps every append whose promise resolved, 20 threads writing at once (synchronous ${synchronous})`, async () => {
+      const file = join(dir, `ack-${synchronous}.db`);
+      const child = spawn(process.execPath, [await bundledScript(acknowledging), file, synchronous], {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const acknowledged = new Map<string, number>();
+      let lines = 0;
+      let buffer = '';
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+        child.on('exit', (_code, signal) => resolve(signal)),
+      );
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (chunk: Buffer) => {
+          buffer += chunk.toString();
+          const complete = buffer.split('\n');
+          buffer = complete.pop()!;
+          for (const line of complete) {
+            const [threadId, seq] = line.split(' ') as [string, string];
+            acknowledged.set(threadId, Math.max(acknowledged.get(threadId) ?? 0, Number(seq)));
+            lines++;
+          }
+          if (lines >= 600 && !child.killed) {
+            child.kill('SIGKILL');
+            resolve();
+          }
+        });
+        void exited.then(() => reject(new Error(`the writer exited before it was killed:\n${stderr}`)));
+      });
+      expect(await exited).toBe('SIGKILL');
+      expect(acknowledged.size).toBe(20);
+      const checkpointer = new SQLiteCheckpointer(file);
+      try {
+        for (const [threadId, seq] of acknowledged) {
+          const saved = await checkpointer.load(threadId);
+          // Everything acknowledged is there, and what is there is whole batches with no hole.
+          expect(saved!.seq).toBeGreaterThanOrEqual(seq);
+          expect(saved!.seq % 2).toBe(0);
+          expect(saved!.messages.map((m: Message) => (m.content as string).split(' ')[0])).toEqual(
+            Array.from({ length: saved!.seq }, (_, i) => `m${i}`),
+          );
+        }
+      } finally {
+        await checkpointer.close();
+      }
+    });
+  }
 });
