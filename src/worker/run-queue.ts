@@ -17,7 +17,7 @@ import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import type { WireError, WireFrame } from '../wire/frames.js';
 import { RunQueueError } from './errors.js';
-import { createRunEventLog, type RunEventLog } from './run-event-log.js';
+import { createQueueRunEventLog, type QueueRunEventLog, type RunEventLog } from './run-event-log.js';
 import { inTransaction } from './pg-transaction.js';
 import { IDENTIFIER, runEventTables } from './run-events-schema.js';
 import { migrateRuns, runTables, type RunTables } from './runs-schema.js';
@@ -192,7 +192,7 @@ export interface QueueInternals {
   /** pg-boss's supervise interval: how often a worker looks for runs whose jobs failed for good. */
   readonly superviseIntervalSeconds: number;
   readonly connection: pg.ClientConfig;
-  readonly log: RunEventLog;
+  readonly log: QueueRunEventLog;
   /** The run-event log's table, qualified. */
   readonly logTable: string;
   boss(): Promise<PgBoss>;
@@ -262,7 +262,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
   pool.on('error', ignoreIdleError);
   const connection = connectionOf(pool, options.connectionString);
   const tables = runTables(schema);
-  const log = createRunEventLog({ pool, schema });
+  const log = createQueueRunEventLog({ pool, schema });
 
   let bossPromise: Promise<PgBoss> | undefined;
   let closed = false;

@@ -242,13 +242,14 @@ class RunExecutor {
   async execute(job: JobWithMetadata<RunJobData>, run: ActiveRun): Promise<void> {
     const { runId, threadId, agent: agentName } = job.data;
     const { pool, tables } = this.internal;
-    const { rows } = await pool.query<RunRow>(
+    // The run's last stored seq comes back with the row (one round trip): where this attempt's frames start.
+    const { rows } = await pool.query<RunRow & { last_seq: string }>(
       `UPDATE ${tables.runs} SET status = 'running', attempts = attempts + 1, worker = $2,
          started_at = coalesce(started_at, clock_timestamp())
-       WHERE run_id = $1 AND status <> 'ended' RETURNING *`,
+       WHERE run_id = $1 AND status <> 'ended'
+       RETURNING *, (SELECT coalesce(max(seq), 0) FROM ${this.internal.logTable} WHERE run_id = $1) AS last_seq`,
       [runId, this.workerId],
     );
-    const log = queueLog(this.internal, runId);
     const row = rows[0];
     if (row === undefined) {
       // Ended already (cancelled while queued, or by an earlier attempt): its stream may still lack its terminal
@@ -256,7 +257,7 @@ class RunExecutor {
       await this.ensureTerminal(runId);
       return;
     }
-    const lastSeq = await log.lastSeq();
+    const lastSeq = Number(row.last_seq);
     if (row.cancel_requested_at !== null) {
       run.cancelReason = 'cancelled';
       run.controller.abort(new Error('cancelled'));
@@ -333,8 +334,7 @@ class RunExecutor {
         const seq = lastSeq + i + 1;
         return { kind: 'event', seq, event: { ...event, seq } };
       });
-      await log.append(frames);
-      await this.endWith(runId, lastSeq + frames.length, open.outcome, undefined);
+      await this.endWith(runId, lastSeq + frames.length, open.outcome, undefined, frames);
       return;
     }
     // The principal's budget (docs/limits.md); a store that cannot say runs the run without it, reported.
@@ -346,6 +346,25 @@ class RunExecutor {
     let outcome: RunOutcome | 'error' = 'completed';
     let appendError: unknown;
     const appends: Promise<void>[] = [];
+    // Frames wait here for the next flush: the first at once (a reader sees the run start without delay), then
+    // what came within `flushMs` in one append; what is left at the end goes with the terminal frame.
+    let buffered: WireFrame[] = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let flushed = false;
+    const flush = (): void => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (buffered.length === 0 || appendError !== undefined) return;
+      const frames = buffered;
+      buffered = [];
+      flushed = true;
+      appends.push(
+        log.append(frames).catch((error: unknown) => {
+          appendError ??= error;
+          run.controller.abort(new Error('the run-event log refused an append'));
+        }),
+      );
+    };
     let subscription: Subscription | undefined;
     const ended = await new Promise<{ error?: WireError }>((resolve) => {
       const runOptions: RunOptions = { signal: run.controller.signal, runId };
@@ -362,29 +381,40 @@ class RunExecutor {
             if (appendError !== undefined) return;
             seq = event.seq;
             if (event.type === 'agent_end') outcome = event.outcome;
-            const frame: WireFrame = { kind: 'event', seq: event.seq, event };
-            appends.push(
-              log.append([frame]).catch((error: unknown) => {
-                appendError ??= error;
-                run.controller.abort(new Error('the run-event log refused an append'));
-              }),
-            );
+            buffered.push({ kind: 'event', seq: event.seq, event });
+            if (!flushed) flush();
+            else timer ??= setTimeout(flush, this.flushMs);
           },
           error: (error: unknown) => resolve({ error: toWireError(error) }),
           complete: () => resolve({}),
         });
     });
     subscription?.unsubscribe(); // closed already; for symmetry should the run be left early one day
-    await Promise.all(appends);
-    if (appendError !== undefined || (leaseLost.aborted && run.cancelReason === undefined)) {
+    clearTimeout(timer);
+    const notOurs = () => appendError !== undefined || (leaseLost.aborted && run.cancelReason === undefined);
+    if (!notOurs()) {
+      // The frames left, the terminal frame and the outcome: one statement (queued behind the appends in flight, and
+      // refused unwritten if one of them fails).
+      const rest = buffered;
+      buffered = [];
+      const last = appends.length;
+      appends.push(
+        ended.error !== undefined
+          ? this.endWith(runId, seq, 'error', ended.error, rest)
+          : this.endWith(runId, seq, outcome, undefined, rest),
+      );
+      // A failure of the appends before it is the run's loss (the end was refused behind it).
+      await Promise.all(appends.slice(0, last));
+    }
+    if (notOurs()) {
+      await Promise.allSettled(appends);
       // Not ours to end: the log refused us (another worker writes this run) or the lease is gone. The job is failed
       // and, while it has retries, resumed from the checkpoint by whichever worker takes it.
       throw appendError instanceof Error
         ? appendError
         : new RunQueueError('database', runId, `run ${runId}: the worker lost its lease`, appendError);
     }
-    if (ended.error !== undefined) await this.endWith(runId, seq, 'error', ended.error);
-    else await this.endWith(runId, seq, outcome, undefined);
+    await Promise.all(appends);
     await budget?.release();
   }
 
@@ -426,16 +456,23 @@ class RunExecutor {
   }
 
   /**
-   * Records the outcome, then appends the terminal frame (after `seq`): a reader whose stream ended finds the run
-   * ended. A process dying in between leaves the job active; the worker that takes it again appends the frame.
+   * Appends `frames` (the run's last events, up to `seq`) and the terminal frame after them, and records the outcome,
+   * in one statement: a reader whose stream ended finds the run ended, and a process dying before it leaves the job
+   * active with neither written (the worker that takes it again runs or closes the run).
    */
-  private async endWith(runId: string, seq: number, outcome: RunOutcome | 'error', error: WireError | undefined) {
-    await this.internal.pool.query(
-      `UPDATE ${this.internal.tables.runs} SET status = 'ended', outcome = $2, error = $3, ended_at = clock_timestamp()
-       WHERE run_id = $1 AND status <> 'ended'`,
-      [runId, outcome, error === undefined ? null : JSON.stringify(error)],
-    );
-    await queueLog(this.internal, runId).append([terminalFrame(runId, seq + 1, outcome, error)]);
+  private endWith(
+    runId: string,
+    seq: number,
+    outcome: RunOutcome | 'error',
+    error: WireError | undefined,
+    frames: readonly WireFrame[] = [],
+  ): Promise<void> {
+    return this.internal.log.appendWith(runId, [...frames, terminalFrame(runId, seq + 1, outcome, error)], {
+      sql: `UPDATE ${this.internal.tables.runs} SET status = 'ended', outcome = $9, error = $10,
+              ended_at = clock_timestamp()
+            WHERE run_id = $8 AND status <> 'ended'`,
+      values: [runId, outcome, error === undefined ? null : JSON.stringify(error)],
+    });
   }
 
   /**
