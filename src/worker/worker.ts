@@ -120,9 +120,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
 
   const boss = await internal.boss();
   const active = new Map<string, ActiveRun>();
+  const workIds: string[] = [];
+  // A job was sent (pg-boss's NOTIFY, heard on the cancel listener's connection), or that connection came back (what
+  // was sent meanwhile): every fetch loop fetches now instead of at its next poll.
+  const wake = (): void => {
+    for (const id of workIds) boss.notifyWorker(id);
+  };
   const listener = new CancelListener(
     internal,
     (runId, reason) => cancelLocal(runId, reason),
+    wake,
     // After a reconnect: the runs cancelled while it was away.
     async () => {
       const ids = [...active.keys()];
@@ -156,7 +163,6 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   // `concurrency / pollSeconds` short runs a second — and the thread's next run, unblocked by this run's end, is taken
   // by the loop that ended it. Each agent has its own loops: a run's job carries its agent's number as its priority,
   // and a loop fetches that one number only, so a worker never takes a run for an agent it lacks.
-  const workIds: string[] = [];
   const numbers = await Promise.all(Object.keys(agents).map((name) => internal.agentNumber(name)));
   for (const priority of numbers.flatMap((number) => Array.from({ length: concurrency }, () => number))) {
     let workId = '';
@@ -689,8 +695,9 @@ class LostRunSweeper {
 }
 
 /**
- * One connection per worker LISTENing on the queue's cancel channel; re-made (with a check of the runs that were
- * cancelled meanwhile) when it drops.
+ * The worker's one LISTEN connection: the queue's cancel channel, and pg-boss's job channel (pg-boss runs without a
+ * listener of its own, see createRunQueue); re-made when it drops, then the runs cancelled meanwhile are checked and
+ * the fetch loops woken.
  */
 class CancelListener {
   private client: pg.Client | undefined;
@@ -700,6 +707,7 @@ class CancelListener {
   constructor(
     private readonly internal: QueueInternals,
     private readonly cancel: (runId: string, reason: string) => void,
+    private readonly wake: () => void,
     private readonly recheck: () => Promise<void>,
     private readonly onError: (error: unknown) => void,
   ) {}
@@ -707,6 +715,10 @@ class CancelListener {
   async start(reconnecting = false): Promise<void> {
     const client = new pg.Client(this.internal.connection);
     client.on('notification', (message) => {
+      if (message.channel === this.internal.bossChannel) {
+        if (message.payload === this.internal.queueName) this.wake();
+        return;
+      }
       try {
         const { runId, reason } = JSON.parse(message.payload ?? '{}') as { runId?: unknown; reason?: unknown };
         if (typeof runId === 'string') this.cancel(runId, typeof reason === 'string' ? reason : 'cancelled');
@@ -723,14 +735,17 @@ class CancelListener {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN "${this.internal.tables.cancelChannel}"`);
+      await client.query(`LISTEN "${this.internal.tables.cancelChannel}"; LISTEN "${this.internal.bossChannel}"`);
     } catch (error) {
       await client.end().catch(() => {});
       throw error;
     }
     this.client = client;
     if (this.stopped) await this.stop();
-    else if (reconnecting) await this.recheck();
+    else if (reconnecting) {
+      this.wake();
+      await this.recheck();
+    }
   }
 
   /** Makes the connection again after a pause, and again (longer pauses) for as long as that fails. */
