@@ -92,8 +92,18 @@ export interface RunEventLog {
   close(): Promise<void>;
 }
 
+/**
+ * A data-modifying statement committed with an append, in the same statement (a CTE before the append): both land or
+ * neither. `sql` numbers its parameters from `$8` (the append takes `$1`–`$7`). @internal
+ */
+export interface AlongStatement {
+  readonly sql: string;
+  readonly values: readonly unknown[];
+}
+
 interface Pending {
   readonly frames: readonly WireFrame[];
+  readonly along?: AlongStatement | undefined;
   readonly resolve: () => void;
   readonly reject: (error: unknown) => void;
 }
@@ -123,7 +133,21 @@ export function createRunEventLog(options: RunEventLogOptions): RunEventLog {
   return new PostgresRunEventLog(options);
 }
 
-class PostgresRunEventLog implements RunEventLog {
+/** The log as the queue and its workers use it: {@link RunEventLog} and `appendWith`. @internal */
+export interface QueueRunEventLog extends RunEventLog {
+  /**
+   * `appendRunEvents`, and `along` run in the same statement as the append of these frames (written only if they
+   * are). Only with a terminal frame last: a run's frames carry at most one.
+   */
+  appendWith(runId: string, frames: readonly WireFrame[], along: AlongStatement | undefined): Promise<void>;
+}
+
+/** {@link createRunEventLog}, typed for the queue. @internal */
+export function createQueueRunEventLog(options: RunEventLogOptions): QueueRunEventLog {
+  return new PostgresRunEventLog(options);
+}
+
+class PostgresRunEventLog implements QueueRunEventLog {
   readonly #pool: pg.Pool;
   readonly #owned: boolean;
   readonly #tables: RunEventTables;
@@ -185,7 +209,16 @@ class PostgresRunEventLog implements RunEventLog {
   }
 
   appendRunEvents(runId: string, frames: readonly WireFrame[]): Promise<void> {
+    return this.appendWith(runId, frames, undefined);
+  }
+
+  appendWith(runId: string, frames: readonly WireFrame[], along: AlongStatement | undefined): Promise<void> {
     if (typeof runId !== 'string' || runId === '') return Promise.reject(new InvalidInputError('runId must be text'));
+    if (along !== undefined && frames.at(-1)?.kind === 'event') {
+      return Promise.reject(
+        new InvalidInputError(`run "${runId}": a statement along an append needs a terminal frame`),
+      );
+    }
     if (frames.length === 0) return Promise.resolve();
     const writer = this.#writer(runId);
     const problem = checkBatch(frames, writer.queuedSeq);
@@ -193,7 +226,7 @@ class PostgresRunEventLog implements RunEventLog {
     writer.queuedSeq = frames[frames.length - 1]!.seq;
     if (frames[frames.length - 1]!.kind !== 'event') writer.ended = true;
     return new Promise<void>((resolve, reject) => {
-      writer.queue.push({ frames, resolve, reject });
+      writer.queue.push({ frames, along, resolve, reject });
       if (!writer.flushing) void this.#flush(runId, writer);
     });
   }
@@ -264,9 +297,12 @@ class PostgresRunEventLog implements RunEventLog {
       writer.queue = [];
       const frames = batch.flatMap((pending) => pending.frames);
       const rows = encode(frames, writer.snapshot);
+      // Only the last call of a batch can carry one (a terminal frame ends the run's calls).
+      const along = batch.at(-1)!.along;
       try {
         await this.migrate();
-        await this.#query(runId, `SELECT ${this.#tables.append}($1, $2, $3, $4, $5, $6, $7)`, [
+        const append = `SELECT ${this.#tables.append}($1, $2, $3, $4, $5, $6, $7)`;
+        await this.#query(runId, along === undefined ? append : `WITH cubepi_along AS (${along.sql}) ${append}`, [
           runId,
           channelOf(this.#tables.schema, runId),
           rows.seqs,
@@ -274,6 +310,7 @@ class PostgresRunEventLog implements RunEventLog {
           rows.compact,
           rows.base,
           rows.terminal,
+          ...(along?.values ?? []),
         ]);
         writer.snapshot = rows.snapshot;
         for (const pending of batch) pending.resolve();

@@ -4,7 +4,7 @@
  * @module
  */
 import { isPrincipal, type Principal } from '../types/principal.js';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { ConstructorOptions, PgBoss } from 'pg-boss';
 import type * as PgBossModule from 'pg-boss';
@@ -17,7 +17,7 @@ import type { ApprovalAnswer } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import type { WireError, WireFrame } from '../wire/frames.js';
 import { RunQueueError } from './errors.js';
-import { createRunEventLog, type RunEventLog } from './run-event-log.js';
+import { createQueueRunEventLog, type QueueRunEventLog, type RunEventLog } from './run-event-log.js';
 import { inTransaction } from './pg-transaction.js';
 import { IDENTIFIER, runEventTables } from './run-events-schema.js';
 import { migrateRuns, runTables, type RunTables } from './runs-schema.js';
@@ -192,9 +192,11 @@ export interface QueueInternals {
   /** pg-boss's supervise interval: how often a worker looks for runs whose jobs failed for good. */
   readonly superviseIntervalSeconds: number;
   readonly connection: pg.ClientConfig;
-  readonly log: RunEventLog;
+  readonly log: QueueRunEventLog;
   /** The run-event log's table, qualified. */
   readonly logTable: string;
+  /** The channel pg-boss NOTIFYs when a job of a notify-enabled queue is sent (payload: the queue's name). */
+  readonly bossChannel: string;
   boss(): Promise<PgBoss>;
   /** The number of an agent name (numbered on first use): the priority its runs' jobs carry. */
   agentNumber(name: string): Promise<number>;
@@ -262,7 +264,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
   pool.on('error', ignoreIdleError);
   const connection = connectionOf(pool, options.connectionString);
   const tables = runTables(schema);
-  const log = createRunEventLog({ pool, schema });
+  const log = createQueueRunEventLog({ pool, schema });
 
   let bossPromise: Promise<PgBoss> | undefined;
   let closed = false;
@@ -276,7 +278,11 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
         ...(connection as ConstructorOptions),
         schema: bossSchema,
         max: bossPoolSize,
-        useListenNotify: true,
+        // No LISTEN connection of pg-boss's own: every NOTIFY of the database is read by every LISTENing connection,
+        // so each costs PostgreSQL a transaction per listener. A process that only enqueues needs none; a worker
+        // hears pg-boss's channel on the connection it LISTENs for cancels on (startWorker), and wakes its loops.
+        // `send` still NOTIFYs (the queue is created with `notify: true`).
+        useListenNotify: false,
         supervise: true,
         schedule: false,
         superviseIntervalSeconds,
@@ -544,6 +550,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
     connection,
     log,
     logTable: runEventTables(schema).events,
+    bossChannel: bossNotifyChannel(bossSchema),
     boss,
     agentNumber,
     relabelRuns: async () => relabel(await boss()),
@@ -700,6 +707,15 @@ async function loadPgBoss(): Promise<typeof PgBossModule> {
       { cause: error },
     );
   }
+}
+
+/**
+ * The channel pg-boss 12 NOTIFYs on for a job sent to a notify-enabled queue: `'pgboss_' || left(encode(sha224(schema),
+ * 'hex'), 24)` (its `notifyChannelSql`; `schema` is an IDENTIFIER here, so never quoted). test/worker/queue-writes.test.ts
+ * holds this to what pg-boss sends (an idle worker woken by it).
+ */
+function bossNotifyChannel(bossSchema: string): string {
+  return `pgboss_${createHash('sha224').update(bossSchema).digest('hex').slice(0, 24)}`;
 }
 
 function messageOf(error: unknown): string {

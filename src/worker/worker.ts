@@ -120,9 +120,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
 
   const boss = await internal.boss();
   const active = new Map<string, ActiveRun>();
+  const workIds: string[] = [];
+  // A job was sent (pg-boss's NOTIFY, heard on the cancel listener's connection), or that connection came back (what
+  // was sent meanwhile): every fetch loop fetches now instead of at its next poll.
+  const wake = (): void => {
+    for (const id of workIds) boss.notifyWorker(id);
+  };
   const listener = new CancelListener(
     internal,
     (runId, reason) => cancelLocal(runId, reason),
+    wake,
     // After a reconnect: the runs cancelled while it was away.
     async () => {
       const ids = [...active.keys()];
@@ -156,7 +163,6 @@ export async function startWorker(options: WorkerOptions): Promise<RunWorker> {
   // `concurrency / pollSeconds` short runs a second — and the thread's next run, unblocked by this run's end, is taken
   // by the loop that ended it. Each agent has its own loops: a run's job carries its agent's number as its priority,
   // and a loop fetches that one number only, so a worker never takes a run for an agent it lacks.
-  const workIds: string[] = [];
   const numbers = await Promise.all(Object.keys(agents).map((name) => internal.agentNumber(name)));
   for (const priority of numbers.flatMap((number) => Array.from({ length: concurrency }, () => number))) {
     let workId = '';
@@ -242,13 +248,14 @@ class RunExecutor {
   async execute(job: JobWithMetadata<RunJobData>, run: ActiveRun): Promise<void> {
     const { runId, threadId, agent: agentName } = job.data;
     const { pool, tables } = this.internal;
-    const { rows } = await pool.query<RunRow>(
+    // The run's last stored seq comes back with the row (one round trip): where this attempt's frames start.
+    const { rows } = await pool.query<RunRow & { last_seq: string }>(
       `UPDATE ${tables.runs} SET status = 'running', attempts = attempts + 1, worker = $2,
          started_at = coalesce(started_at, clock_timestamp())
-       WHERE run_id = $1 AND status <> 'ended' RETURNING *`,
+       WHERE run_id = $1 AND status <> 'ended'
+       RETURNING *, (SELECT coalesce(max(seq), 0) FROM ${this.internal.logTable} WHERE run_id = $1) AS last_seq`,
       [runId, this.workerId],
     );
-    const log = queueLog(this.internal, runId);
     const row = rows[0];
     if (row === undefined) {
       // Ended already (cancelled while queued, or by an earlier attempt): its stream may still lack its terminal
@@ -256,7 +263,7 @@ class RunExecutor {
       await this.ensureTerminal(runId);
       return;
     }
-    const lastSeq = await log.lastSeq();
+    const lastSeq = Number(row.last_seq);
     if (row.cancel_requested_at !== null) {
       run.cancelReason = 'cancelled';
       run.controller.abort(new Error('cancelled'));
@@ -333,8 +340,7 @@ class RunExecutor {
         const seq = lastSeq + i + 1;
         return { kind: 'event', seq, event: { ...event, seq } };
       });
-      await log.append(frames);
-      await this.endWith(runId, lastSeq + frames.length, open.outcome, undefined);
+      await this.endWith(runId, lastSeq + frames.length, open.outcome, undefined, frames);
       return;
     }
     // The principal's budget (docs/limits.md); a store that cannot say runs the run without it, reported.
@@ -346,6 +352,25 @@ class RunExecutor {
     let outcome: RunOutcome | 'error' = 'completed';
     let appendError: unknown;
     const appends: Promise<void>[] = [];
+    // Frames wait here for the next flush: the first at once (a reader sees the run start without delay), then
+    // what came within `flushMs` in one append; what is left at the end goes with the terminal frame.
+    let buffered: WireFrame[] = [];
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let flushed = false;
+    const flush = (): void => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (buffered.length === 0 || appendError !== undefined) return;
+      const frames = buffered;
+      buffered = [];
+      flushed = true;
+      appends.push(
+        log.append(frames).catch((error: unknown) => {
+          appendError ??= error;
+          run.controller.abort(new Error('the run-event log refused an append'));
+        }),
+      );
+    };
     let subscription: Subscription | undefined;
     const ended = await new Promise<{ error?: WireError }>((resolve) => {
       const runOptions: RunOptions = { signal: run.controller.signal, runId };
@@ -362,29 +387,40 @@ class RunExecutor {
             if (appendError !== undefined) return;
             seq = event.seq;
             if (event.type === 'agent_end') outcome = event.outcome;
-            const frame: WireFrame = { kind: 'event', seq: event.seq, event };
-            appends.push(
-              log.append([frame]).catch((error: unknown) => {
-                appendError ??= error;
-                run.controller.abort(new Error('the run-event log refused an append'));
-              }),
-            );
+            buffered.push({ kind: 'event', seq: event.seq, event });
+            if (!flushed) flush();
+            else timer ??= setTimeout(flush, this.flushMs);
           },
           error: (error: unknown) => resolve({ error: toWireError(error) }),
           complete: () => resolve({}),
         });
     });
     subscription?.unsubscribe(); // closed already; for symmetry should the run be left early one day
-    await Promise.all(appends);
-    if (appendError !== undefined || (leaseLost.aborted && run.cancelReason === undefined)) {
+    clearTimeout(timer);
+    const notOurs = () => appendError !== undefined || (leaseLost.aborted && run.cancelReason === undefined);
+    if (!notOurs()) {
+      // The frames left, the terminal frame and the outcome: one statement (queued behind the appends in flight, and
+      // refused unwritten if one of them fails).
+      const rest = buffered;
+      buffered = [];
+      const last = appends.length;
+      appends.push(
+        ended.error !== undefined
+          ? this.endWith(runId, seq, 'error', ended.error, rest)
+          : this.endWith(runId, seq, outcome, undefined, rest),
+      );
+      // A failure of the appends before it is the run's loss (the end was refused behind it).
+      await Promise.all(appends.slice(0, last));
+    }
+    if (notOurs()) {
+      await Promise.allSettled(appends);
       // Not ours to end: the log refused us (another worker writes this run) or the lease is gone. The job is failed
       // and, while it has retries, resumed from the checkpoint by whichever worker takes it.
       throw appendError instanceof Error
         ? appendError
         : new RunQueueError('database', runId, `run ${runId}: the worker lost its lease`, appendError);
     }
-    if (ended.error !== undefined) await this.endWith(runId, seq, 'error', ended.error);
-    else await this.endWith(runId, seq, outcome, undefined);
+    await Promise.all(appends);
     await budget?.release();
   }
 
@@ -426,16 +462,23 @@ class RunExecutor {
   }
 
   /**
-   * Records the outcome, then appends the terminal frame (after `seq`): a reader whose stream ended finds the run
-   * ended. A process dying in between leaves the job active; the worker that takes it again appends the frame.
+   * Appends `frames` (the run's last events, up to `seq`) and the terminal frame after them, and records the outcome,
+   * in one statement: a reader whose stream ended finds the run ended, and a process dying before it leaves the job
+   * active with neither written (the worker that takes it again runs or closes the run).
    */
-  private async endWith(runId: string, seq: number, outcome: RunOutcome | 'error', error: WireError | undefined) {
-    await this.internal.pool.query(
-      `UPDATE ${this.internal.tables.runs} SET status = 'ended', outcome = $2, error = $3, ended_at = clock_timestamp()
-       WHERE run_id = $1 AND status <> 'ended'`,
-      [runId, outcome, error === undefined ? null : JSON.stringify(error)],
-    );
-    await queueLog(this.internal, runId).append([terminalFrame(runId, seq + 1, outcome, error)]);
+  private endWith(
+    runId: string,
+    seq: number,
+    outcome: RunOutcome | 'error',
+    error: WireError | undefined,
+    frames: readonly WireFrame[] = [],
+  ): Promise<void> {
+    return this.internal.log.appendWith(runId, [...frames, terminalFrame(runId, seq + 1, outcome, error)], {
+      sql: `UPDATE ${this.internal.tables.runs} SET status = 'ended', outcome = $9, error = $10,
+              ended_at = clock_timestamp()
+            WHERE run_id = $8 AND status <> 'ended'`,
+      values: [runId, outcome, error === undefined ? null : JSON.stringify(error)],
+    });
   }
 
   /**
@@ -652,8 +695,9 @@ class LostRunSweeper {
 }
 
 /**
- * One connection per worker LISTENing on the queue's cancel channel; re-made (with a check of the runs that were
- * cancelled meanwhile) when it drops.
+ * The worker's one LISTEN connection: the queue's cancel channel, and pg-boss's job channel (pg-boss runs without a
+ * listener of its own, see createRunQueue); re-made when it drops, then the runs cancelled meanwhile are checked and
+ * the fetch loops woken.
  */
 class CancelListener {
   private client: pg.Client | undefined;
@@ -663,6 +707,7 @@ class CancelListener {
   constructor(
     private readonly internal: QueueInternals,
     private readonly cancel: (runId: string, reason: string) => void,
+    private readonly wake: () => void,
     private readonly recheck: () => Promise<void>,
     private readonly onError: (error: unknown) => void,
   ) {}
@@ -670,6 +715,10 @@ class CancelListener {
   async start(reconnecting = false): Promise<void> {
     const client = new pg.Client(this.internal.connection);
     client.on('notification', (message) => {
+      if (message.channel === this.internal.bossChannel) {
+        if (message.payload === this.internal.queueName) this.wake();
+        return;
+      }
       try {
         const { runId, reason } = JSON.parse(message.payload ?? '{}') as { runId?: unknown; reason?: unknown };
         if (typeof runId === 'string') this.cancel(runId, typeof reason === 'string' ? reason : 'cancelled');
@@ -686,14 +735,17 @@ class CancelListener {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN "${this.internal.tables.cancelChannel}"`);
+      await client.query(`LISTEN "${this.internal.tables.cancelChannel}"; LISTEN "${this.internal.bossChannel}"`);
     } catch (error) {
       await client.end().catch(() => {});
       throw error;
     }
     this.client = client;
     if (this.stopped) await this.stop();
-    else if (reconnecting) await this.recheck();
+    else if (reconnecting) {
+      this.wake();
+      await this.recheck();
+    }
   }
 
   /** Makes the connection again after a pause, and again (longer pauses) for as long as that fails. */
