@@ -127,7 +127,7 @@ export class AgentStateStore {
         this.hookState = applyPatch(this.hookState, event.patch, event.producer, event.eventId);
         break;
       case 'approval_requested':
-        if (this.tentative.some((r) => r.requestId === event.requestId)) return;
+        if (holdsRequest(this.tentative, event.requestId)) return;
         this.tentative.push(requestOf(event));
         return;
       case 'agent_end': {
@@ -259,6 +259,15 @@ export class AgentStateStore {
       pendingApprovals: Object.freeze(this.pending.slice()),
     });
   }
+}
+
+/**
+ * Whether `requests` holds one with id `requestId`. A function of its own, not a closure over the event: a closure in
+ * `applyRunState` would make every call of it (one per event of every run) allocate the event's context.
+ */
+function holdsRequest(requests: readonly ApprovalRequest[], requestId: string): boolean {
+  for (let i = 0; i < requests.length; i++) if (requests[i]!.requestId === requestId) return true;
+  return false;
 }
 
 /** An approval request without the event's fields. */

@@ -68,14 +68,14 @@ export class MessageQueues {
   takeSteering(runId?: string): Message[] {
     if (this.steering.length === 0) return [];
     const taken = this.modes.steeringMode === 'all' ? this.steering.splice(0) : this.steering.splice(0, 1);
-    return taken.map((entry) => messageOf(entry, runId));
+    return messagesOf(taken, runId);
   }
 
   /** The follow-ups that continue a run (one, or all in mode `all`), removed from the queue; keyed as steering is. */
   takeFollowUps(runId?: string): Message[] {
     if (this.followUps.length === 0) return [];
     const taken = this.modes.followUpMode === 'all' ? this.followUps.splice(0) : this.followUps.splice(0, 1);
-    return taken.map((entry) => messageOf(entry, runId));
+    return messagesOf(taken, runId);
   }
 
   /** Empties both queues. */
@@ -83,6 +83,16 @@ export class MessageQueues {
     this.steering = [];
     this.followUps = [];
   }
+}
+
+/**
+ * The messages of `taken`, as the run takes them. A loop, not a `map` callback: a closure over `runId` in the take
+ * methods would make every call allocate its context, and the run calls them after every turn (mostly to find nothing).
+ */
+function messagesOf(taken: readonly Queued[], runId: string | undefined): Message[] {
+  const messages = new Array<Message>(taken.length);
+  for (let i = 0; i < taken.length; i++) messages[i] = messageOf(taken[i]!, runId);
+  return messages;
 }
 
 /** A queued message as the run takes it: stamped with its key and the run, when it has a key. */

@@ -33,6 +33,7 @@ export function startCall(run: RunState, turn: TurnState, index: number): void {
     toolCallId: call.id,
     toolName: call.name,
     args: call.arguments,
+    seq: 0,
   });
 }
 
@@ -48,6 +49,7 @@ export function finishCall(run: RunState, turn: TurnState, index: number, outcom
     result: outcome.result,
     isError: outcome.isError,
     outcome: outcome.outcome,
+    seq: 0,
   });
 }
 
@@ -61,10 +63,10 @@ export function emitResultMessage(run: RunState, turn: TurnState, index: number)
   if (outcome.result.usage !== undefined && spent === undefined) run.spend?.(outcome.result.usage);
   const message = toolResultMessage(call, outcome, spent);
   turn.resultMessages[index] = message;
-  run.emit({ type: 'message_start', runId: run.runId, message });
+  run.emit({ type: 'message_start', runId: run.runId, message, seq: 0 });
   run.transcript.push(message);
   run.newMessages.push(message);
-  run.emit({ type: 'message_end', runId: run.runId, message });
+  run.emit({ type: 'message_end', runId: run.runId, message, seq: 0 });
 }
 
 /**

@@ -24,7 +24,7 @@ export function endTurn(
   toolResults: readonly ToolResultMessage[],
 ): void {
   run.turn = undefined;
-  run.emit({ type: 'turn_end', runId: run.runId, turnIndex: state.index, message, toolResults });
+  run.emit({ type: 'turn_end', runId: run.runId, turnIndex: state.index, message, toolResults, seq: 0 });
 }
 
 /**

@@ -101,12 +101,16 @@ export class BlobResolver {
 }
 
 /**
- * The step before a model request: `messages` as sent, every file block holding a `ref` given its `data` again
- * (fetched through the run's `BlobResolver`). The same array when none holds a `ref` (no wait, nothing allocated). A
- * missing blob throws `BlobMissingError`, which fails the run before anything is sent.
+ * The step before a model request: `messages` as sent, every file block holding a `ref` (at `indexes`, from
+ * `resolver.refsIn(messages)`: the turn checks that first, and enters this step only when there is one) given its
+ * `data` again (fetched through the run's `BlobResolver`). The same array when `indexes` is empty. A missing blob
+ * throws `BlobMissingError`, which fails the run before anything is sent.
  */
-export function* resolveBlobs(resolver: BlobResolver, messages: readonly Message[]): Op<readonly Message[]> {
-  const indexes = resolver.refsIn(messages);
+export function* resolveBlobs(
+  resolver: BlobResolver,
+  messages: readonly Message[],
+  indexes: readonly number[],
+): Op<readonly Message[]> {
   if (indexes.length === 0) return messages;
   return (yield wait(resolver.resolve(messages, indexes), messages)) as readonly Message[];
 }

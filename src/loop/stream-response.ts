@@ -57,13 +57,13 @@ export function* streamResponse(
       case 'start':
         if (turn.streaming === undefined) {
           turn.streaming = event.partial;
-          emit({ type: 'message_start', runId, message: event.partial });
+          emit({ type: 'message_start', runId, message: event.partial, seq: 0 });
         }
         return;
       default:
-        if (turn.streaming === undefined) emit({ type: 'message_start', runId, message: event.partial });
+        if (turn.streaming === undefined) emit({ type: 'message_start', runId, message: event.partial, seq: 0 });
         turn.streaming = event.partial;
-        emit({ type: 'message_update', runId, message: event.partial, streamEvent: event });
+        emit({ type: 'message_update', runId, message: event.partial, streamEvent: event, seq: 0 });
     }
   };
 
@@ -212,13 +212,13 @@ export function* streamResponse(
   }
   terminal ??= guard.terminal?.message ?? guard.failure(noTerminal(run.provider.id));
   const message = terminal;
-  if (turn.streaming === undefined) emit({ type: 'message_start', runId, message });
+  if (turn.streaming === undefined) emit({ type: 'message_start', runId, message, seq: 0 });
   turn.streaming = undefined;
   if (isRecordOnly(message)) {
     run.transcript.push(message);
     run.newMessages.push(message);
     turn.assistant = message;
-    emit({ type: 'message_end', runId, message });
+    emit({ type: 'message_end', runId, message, seq: 0 });
   } else {
     turn.response = message;
   }
@@ -246,12 +246,28 @@ function emitAttempt(
   incapable?: ModelIncapability,
   extras?: AttemptExtras,
 ): void {
+  const attemptId = `${invocationId}.${attempt}`;
+  if (before === undefined && incapable === undefined && (extras === undefined || extras === NO_EXTRAS)) {
+    // The plain first attempt (every call's without wrappers, output or reasoning): one literal, with the slot the
+    // run's numbering fills (`seq`, in place: no property added to the event after it is built).
+    return run.emit({
+      type: 'model_attempt',
+      runId: run.runId,
+      turnIndex: turn.index,
+      invocationId,
+      attemptId,
+      attempt,
+      provider,
+      model,
+      seq: 0,
+    });
+  }
   let base: ModelAttemptEvent = {
     type: 'model_attempt',
     runId: run.runId,
     turnIndex: turn.index,
     invocationId,
-    attemptId: `${invocationId}.${attempt}`,
+    attemptId,
     attempt,
     provider,
     model,
@@ -261,7 +277,7 @@ function emitAttempt(
     if (extras.reasoning !== undefined) base = { ...base, reasoning: extras.reasoning };
   }
   const event = incapable === undefined ? base : { ...base, incapable };
-  // The first attempt (every call's, the only one without wrappers) is the plain literal above: nothing more per turn.
+  // A first attempt with output, reasoning or a refusal: no `previous`.
   if (before === undefined) return run.emit(event);
   const previous: PreviousAttempt = {
     attemptId: `${invocationId}.${before.attempt}`,

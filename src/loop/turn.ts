@@ -31,8 +31,8 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
   const handoffs = run.handoffs;
   run.emit(
     handoffs === undefined
-      ? { type: 'turn_start', runId: run.runId, turnIndex: state.index }
-      : { type: 'turn_start', runId: run.runId, turnIndex: state.index, agent: handoffs.active },
+      ? { type: 'turn_start', runId: run.runId, turnIndex: state.index, seq: 0 }
+      : { type: 'turn_start', runId: run.runId, turnIndex: state.index, agent: handoffs.active, seq: 0 },
   );
   for (let i = 0; i < pending.length; i++) addMessage(run, pending[i]!);
   if (run.signal.aborted) throw run.signal.reason;
@@ -59,8 +59,10 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
     systemPrompt = request.systemPrompt;
   }
 
-  // Files stored by reference get their bytes back: providers never see a `ref`.
-  context = yield* resolveBlobs(run.blobs, context);
+  // Files stored by reference get their bytes back: providers never see a `ref`. A context without any (checked
+  // incrementally, without a generator) is sent as it is.
+  const refs = run.blobs.refsIn(context);
+  if (refs.length > 0) context = yield* resolveBlobs(run.blobs, context, refs);
   const response = yield* streamResponse(run, state, context, systemPrompt);
   if (run.spend !== undefined) run.spend(response.usage);
   if (isRecordOnly(response)) {
@@ -88,7 +90,7 @@ export function* turn(run: RunState, pending: readonly Message[]): Op<TurnOutcom
   state.assistant = final;
   run.transcript.push(final);
   run.newMessages.push(final);
-  run.emit({ type: 'message_end', runId: run.runId, message: final });
+  run.emit({ type: 'message_end', runId: run.runId, message: final, seq: 0 });
 
   const calls = toolCallsOf(final);
   let results: readonly ToolResultMessage[] = [];
