@@ -3,11 +3,9 @@
 // (useChat({ resume: true })) replays the active run. And the `ai` package's own Chat (AbstractChat, as
 // @ai-sdk/react's Chat without React) to the end: regenerate(), and addToolApprovalResponse with sendAutomaticallyWhen.
 import {
-  AbstractChat,
   DefaultChatTransport,
   lastAssistantMessageIsCompleteWithApprovalResponses,
   readUIMessageStream,
-  type ChatState,
   type UIMessage,
   type UIMessageChunk,
 } from 'ai';
@@ -16,7 +14,7 @@ import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fromAgentEvents, runEventsUrl } from 'cubepi/client';
 import { lastValueFrom, toArray } from 'rxjs';
-import { agentFactory, ANSWER, lookup, serve, type Served } from './serve-helpers.js';
+import { agentFactory, ANSWER, lookup, serve, type Served, NodeChat } from './serve-helpers.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 
@@ -113,24 +111,6 @@ describe("the AI SDK's chat transport against POST /chat", () => {
     expect(factory.created).toEqual([]);
   });
 });
-
-/** The AI SDK's own `AbstractChat` with a plain array state (what `@ai-sdk/react`'s `Chat` adds, minus React). */
-class NodeChat extends AbstractChat<UIMessage> {
-  constructor(
-    init: ConstructorParameters<typeof AbstractChat<UIMessage>>[0] extends infer I ? Omit<I, 'state'> : never,
-  ) {
-    const state: ChatState<UIMessage> = {
-      status: 'ready',
-      error: undefined,
-      messages: [],
-      pushMessage: (message) => void state.messages.push(message),
-      popMessage: () => void state.messages.pop(),
-      replaceMessage: (index, message) => void (state.messages[index] = message),
-      snapshot: (thing) => structuredClone(thing),
-    };
-    super({ ...init, state });
-  }
-}
 
 /** Resolves once `condition()` holds, polling (no fixed sleep: it returns as soon as it is true). */
 async function until(condition: () => boolean, timeoutMs = 15_000): Promise<void> {

@@ -3,41 +3,18 @@
 // the Chat's onToolCall runs it and addToolOutput answers it; sendAutomaticallyWhen
 // (lastAssistantMessageIsCompleteWithToolCalls) resends, the held call gets the output as its one result, and the
 // resumed run streams as the rest of the same assistant message.
-import {
-  AbstractChat,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithToolCalls,
-  type ChatState,
-  type UIMessage,
-} from 'ai';
+import { DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls, type UIMessage } from 'ai';
 import { Agent, clientTool, MemoryCheckpointer, type Message, type ToolResultMessage } from 'cubepi';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { lookup, serve, type Served } from './serve-helpers.js';
+import { lookup, serve, type Served, NodeChat } from './serve-helpers.js';
 
 let served: Served | undefined;
 afterEach(async () => {
   await served?.close();
   served = undefined;
 });
-
-class NodeChat extends AbstractChat<UIMessage> {
-  constructor(
-    init: ConstructorParameters<typeof AbstractChat<UIMessage>>[0] extends infer I ? Omit<I, 'state'> : never,
-  ) {
-    const state: ChatState<UIMessage> = {
-      status: 'ready',
-      error: undefined,
-      messages: [],
-      pushMessage: (message) => void state.messages.push(message),
-      popMessage: () => void state.messages.pop(),
-      replaceMessage: (index, message) => void (state.messages[index] = message),
-      snapshot: (thing) => structuredClone(thing),
-    };
-    super({ ...init, state });
-  }
-}
 
 /**
  * Resolves once `condition()` holds, polling (no fixed sleep: it returns as soon as it is true); `poll` runs before

@@ -4,13 +4,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AbstractChat, DefaultChatTransport, type ChatState, type UIMessage } from 'ai';
+import { DefaultChatTransport } from 'ai';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Agent, MemoryCheckpointer, type Message } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import { getThread } from 'cubepi/client';
 import { FauxProvider, fauxMessage } from 'cubepi/testing';
-import { serve, type Served } from './serve-helpers.js';
+import { serve, type Served, NodeChat } from './serve-helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cubepi-chat-head-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,23 +22,6 @@ afterEach(async () => {
     await checkpointer?.close();
   }
 });
-
-class NodeChat extends AbstractChat<UIMessage> {
-  constructor(
-    init: ConstructorParameters<typeof AbstractChat<UIMessage>>[0] extends infer I ? Omit<I, 'state'> : never,
-  ) {
-    const state: ChatState<UIMessage> = {
-      status: 'ready',
-      error: undefined,
-      messages: [],
-      pushMessage: (message) => void state.messages.push(message),
-      popMessage: () => void state.messages.pop(),
-      replaceMessage: (index, message) => void (state.messages[index] = message),
-      snapshot: (thing) => structuredClone(thing),
-    };
-    super({ ...init, state });
-  }
-}
 
 /** Every answer of every model in the file is numbered, so each stored answer says which request made it. */
 let answers = 0;

@@ -2,6 +2,7 @@
 // `attachWebSocket`, agents scripted with the FauxProvider.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { AbstractChat, type ChatState, type UIMessage } from 'ai';
 import { z } from 'zod';
 import { Agent, defineTool, MemoryCheckpointer, type AgentOptions, type Message } from 'cubepi';
 import {
@@ -91,4 +92,22 @@ export function agentFactory(
       });
     },
   };
+}
+
+/** The AI SDK's own `AbstractChat` with a plain array state (what `@ai-sdk/react`'s `Chat` adds, minus React). */
+export class NodeChat extends AbstractChat<UIMessage> {
+  constructor(
+    init: ConstructorParameters<typeof AbstractChat<UIMessage>>[0] extends infer I ? Omit<I, 'state'> : never,
+  ) {
+    const state: ChatState<UIMessage> = {
+      status: 'ready',
+      error: undefined,
+      messages: [],
+      pushMessage: (message) => void state.messages.push(message),
+      popMessage: () => void state.messages.pop(),
+      replaceMessage: (index, message) => void (state.messages[index] = message),
+      snapshot: (thing) => structuredClone(thing),
+    };
+    super({ ...init, state });
+  }
 }
