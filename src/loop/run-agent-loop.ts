@@ -4,6 +4,7 @@
  */
 import { isPrincipal, type Principal } from '../types/principal.js';
 import { BlobResolver } from './resolve-blobs.js';
+import { TranscriptScan } from './transcript-scan.js';
 import { asyncScheduler, Observable, type Subscription } from 'rxjs';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import type { HookSink } from '../middleware/hook-sink.js';
@@ -298,6 +299,7 @@ function startLoop(
     output: options.output,
     outputRetries: options.outputRetries ?? 2,
     blobs: undefined as unknown as BlobResolver,
+    scan: undefined as unknown as TranscriptScan,
     outputPlan: options.output === undefined ? undefined : outputPlanOf(options.output),
     answer: options.output === undefined ? undefined : newAnswerState(),
     threadId: options.threadId,
@@ -322,6 +324,7 @@ function startLoop(
   options.handoffs?.attach(run);
   (run as { sink: HookSink }).sink = runSink(run);
   (run as { blobs: BlobResolver }).blobs = new BlobResolver(options.blobs, run.transcript);
+  (run as { scan: TranscriptScan }).scan = new TranscriptScan(run.transcript);
 
   let finished = false;
   // What the run holds outside itself, released when it ends (a consumer that is not an Observable's subscriber

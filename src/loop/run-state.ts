@@ -5,6 +5,7 @@
 import { checkAnswer, type HookAnswers } from '../middleware/check-answer.js';
 import type { MiddlewareChain } from '../types/middleware-chain.js';
 import type { BlobResolver } from './resolve-blobs.js';
+import type { TranscriptScan } from './transcript-scan.js';
 import type { ComposedModelCall, ComposedToolCall } from '../middleware/compose-wrappers.js';
 import { hashInput } from '../middleware/hash-input.js';
 import type { HookContext } from '../middleware/hook-context.js';
@@ -128,6 +129,8 @@ export interface RunState {
   readonly outputRetries: number;
   /** Resolves file blocks stored by reference before each request (through the run's blob store, if any). */
   readonly blobs: BlobResolver;
+  /** What the capability check read of the transcript (input kinds, tokens), kept so each call reads only what is new. */
+  readonly scan: TranscriptScan;
   /** `output` made ready (its JSON Schema, final tool, per-model modes); `undefined` without `output`. */
   readonly outputPlan: OutputPlan | undefined;
   /** How the typed answer stands; `undefined` without `output`. */

@@ -10,7 +10,7 @@ import { isRecordOnly, type AssistantMessage, type Message, type ProviderErrorKi
 import type { ModelAttemptEvent, PreviousAttempt } from '../types/agent-events.js';
 import type { ErrorEvent, StreamEvent } from '../types/stream-events.js';
 import type { Model, ModelIncapability } from '../types/model.js';
-import { modelIncapability } from '../middleware/model-incapability.js';
+import { modelIncapabilityWith } from '../middleware/model-incapability.js';
 import type { Provider, StreamOptions, StreamRequest, ToolChoice } from '../types/provider.js';
 import { attemptExtras, NO_EXTRAS, type AttemptExtras } from './attempt-extras.js';
 import { ABORTED, wait, type Op } from './drive.js';
@@ -78,12 +78,7 @@ export function* streamResponse(
     if (extras !== NO_EXTRAS) turn.attemptOutput = extras.output;
     const incapable =
       outputRefusal(extras) ??
-      modelIncapability(model, {
-        messages,
-        systemPrompt,
-        tools: run.tools,
-        options: run.streamOptions,
-      });
+      modelIncapabilityWith(model, { messages, systemPrompt, tools: run.tools, options: run.streamOptions }, run.scan);
     emitAttempt(run, turn, invocationId, 1, provider.id, model.id, undefined, incapable, extras);
     const stream =
       incapable === undefined
@@ -139,7 +134,7 @@ export function* streamResponse(
         const extras = attemptExtras(run, req.model);
         // The last attempt's mode is the one the answer comes in (an earlier one failed, or the answer is its own).
         if (extras !== NO_EXTRAS) turn.attemptOutput = extras.output;
-        const incapable = outputRefusal(extras) ?? modelIncapability(req.model, req);
+        const incapable = outputRefusal(extras) ?? modelIncapabilityWith(req.model, req, run.scan);
         emitAttempt(run, turn, invocationId, attempt, to.provider, to.model, before, incapable, extras);
         const stream =
           incapable === undefined

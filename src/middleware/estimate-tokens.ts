@@ -169,11 +169,27 @@ export function estimateMessageTokens(model: Model, messages: readonly Message[]
  * estimateTokens({ model, messages: agent.state.messages, systemPrompt: agent.state.systemPrompt });
  */
 export function estimateTokens(request: TokenRequest): number {
+  return estimateTokensWith(request, estimateMessageTokens(request.model, request.messages));
+}
+
+/**
+ * {@link estimateTokens} given the tokens of `request.messages` (`estimateMessageTokens`, or a running sum of it kept
+ * by the caller). @internal
+ */
+export function estimateTokensWith(request: TokenRequest, messageTokens: number): number {
   const family = familyOf(request.model);
-  let tokens = family.base + estimateMessageTokens(request.model, request.messages);
+  let tokens = family.base + messageTokens;
   if (request.systemPrompt) tokens += family.perMessage + textTokens(request.systemPrompt, family.charsPerToken);
   for (const tool of request.tools ?? []) tokens += toolTokens(tool, family);
   return tokens;
+}
+
+/**
+ * What a message's estimate depends on besides the message: its model's provider family. Two models of one family
+ * estimate every message alike, so a running sum is kept per family. @internal
+ */
+export function tokenFamily(model: Model): object {
+  return familyOf(model);
 }
 
 /**

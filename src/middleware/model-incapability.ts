@@ -7,7 +7,7 @@ import type { Model, ModelIncapability, ModelInputKind } from '../types/model.js
 import type { StreamOptions, ToolDefinition } from '../types/provider.js';
 import { fileKind } from '../types/file-kind.js';
 import { lookupModel } from '../types/model-lookup.js';
-import { estimateTokens } from './estimate-tokens.js';
+import { estimateMessageTokens, estimateTokensWith } from './estimate-tokens.js';
 
 /** What a request asks of a model, as far as its capabilities go. */
 export interface CapabilityRequest {
@@ -44,6 +44,28 @@ const INPUT_OF_BLOCK: { readonly [T in Block['type']]?: (block: Extract<Block, {
  * // { reason: 'input', kind: 'image', message: 'Model llama cannot take image input' }
  */
 export function modelIncapability(model: Model, request: CapabilityRequest): ModelIncapability | undefined {
+  return modelIncapabilityWith(model, request, FULL_SCAN);
+}
+
+/**
+ * What {@link modelIncapability} reads of a request's messages: the first input kind they need that `input` lacks,
+ * and their estimated tokens. The loop passes a scan that remembers what it read of its run's transcript, which only
+ * grows, so that a model call does not read the whole history again (`TranscriptScan`). @internal
+ */
+export interface MessageScan {
+  missingInput(messages: readonly Message[], input: readonly ModelInputKind[]): ModelInputKind | undefined;
+  messageTokens(model: Model, messages: readonly Message[]): number;
+}
+
+/** Reads every message, every time. @internal */
+export const FULL_SCAN: MessageScan = { missingInput, messageTokens: estimateMessageTokens };
+
+/** {@link modelIncapability}, reading the messages through `scan`. @internal */
+export function modelIncapabilityWith(
+  model: Model,
+  request: CapabilityRequest,
+  scan: MessageScan,
+): ModelIncapability | undefined {
   const known = lookupModel(model.id);
   const tools = model.tools ?? known?.tools;
   if (tools === false && (request.tools?.length ?? 0) > 0) {
@@ -59,12 +81,12 @@ export function modelIncapability(model: Model, request: CapabilityRequest): Mod
   }
   const input = model.input ?? known?.input;
   if (input !== undefined) {
-    const kind = missingInput(request.messages, input);
+    const kind = scan.missingInput(request.messages, input);
     if (kind !== undefined) return { reason: 'input', kind, message: `Model ${model.id} cannot take ${kind} input` };
   }
   const contextWindow = model.contextWindow ?? known?.contextWindow;
   if (contextWindow !== undefined) {
-    const tokens = estimateTokens({ ...request, model });
+    const tokens = estimateTokensWith({ ...request, model }, scan.messageTokens(model, request.messages));
     if (tokens > contextWindow) {
       return {
         reason: 'context_window',
@@ -76,6 +98,20 @@ export function modelIncapability(model: Model, request: CapabilityRequest): Mod
   }
   return undefined;
 }
+
+/** The input kind a message needs beyond text, in the order its blocks need them (an empty list for most). @internal */
+export function inputKindsOf(message: Message): readonly ModelInputKind[] {
+  if (message.role === 'assistant' || typeof message.content === 'string') return NONE;
+  let kinds: ModelInputKind[] | undefined;
+  for (const block of message.content) {
+    const kindOf = INPUT_OF_BLOCK[block.type] as ((b: Block) => ModelInputKind) | undefined;
+    const kind = kindOf?.(block);
+    if (kind !== undefined && !(kinds ??= []).includes(kind)) kinds.push(kind);
+  }
+  return kinds ?? NONE;
+}
+
+const NONE: readonly ModelInputKind[] = [];
 
 /** The first input kind the messages need that `input` lacks. */
 function missingInput(messages: readonly Message[], input: readonly ModelInputKind[]): ModelInputKind | undefined {
