@@ -8,8 +8,7 @@ import { createConnection, type Socket } from 'node:net';
 import OpenAI from 'openai';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { Agent, defineTool, MemoryCheckpointer, ToolGuard, type AgentEvent } from 'cubepi';
+import { Agent, MemoryCheckpointer, ToolGuard, type AgentEvent } from 'cubepi';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import {
   AgentServerError,
@@ -27,6 +26,7 @@ import { recordingBodies } from '../providers/recordings.js';
 import { ReplayServer } from '../providers/replay-server.js';
 import { agentFactory, ANSWER, lookup, scriptedProvider, serve, type Served } from './serve-helpers.js';
 import { cuttingFetch, random } from '../cutting-fetch.js';
+import { waitingTool } from '../helpers.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 
@@ -68,35 +68,6 @@ function shape(events: readonly AgentEvent[]): unknown[] {
 
 /** The text the run streamed, from its deltas. */
 const textOf = (events: readonly AgentEvent[]) => collect(from(events).pipe(textDeltas())).then((t) => t.join(''));
-
-/**
- * A tool that only ends when its signal fires (rejecting with its reason): `started` resolves with the signal when it
- * runs, `aborted` with the signal's reason when it fires.
- */
-function waitingTool(name = 'wait') {
-  let onStart!: (signal: AbortSignal) => void;
-  let onAbort!: (reason: unknown) => void;
-  const started = new Promise<AbortSignal>((resolve) => (onStart = resolve));
-  const aborted = new Promise<unknown>((resolve) => (onAbort = resolve));
-  const tool = defineTool({
-    name,
-    description: 'Waits until cancelled',
-    parameters: z.object({}),
-    execute: (_id, _args, { signal }) =>
-      new Promise((_resolve, reject) => {
-        signal.addEventListener(
-          'abort',
-          () => {
-            onAbort(signal.reason);
-            reject(signal.reason as Error);
-          },
-          { once: true },
-        );
-        onStart(signal);
-      }),
-  });
-  return { tool, started, aborted };
-}
 
 function expectDense(events: readonly SequencedEvent[]): void {
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
