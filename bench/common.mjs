@@ -145,3 +145,27 @@ export const PACERS = {
   burst16: (i) => (i % 16 === 15 ? immediate() : undefined),
   micro: () => null,
 };
+
+const cdpMetric = (metrics, name) => metrics.find((m) => m.name === name)?.value ?? 0;
+
+/**
+ * The main-thread cost in Chromium of `work()` (run from Node, on `page` of the Playwright `context`): the deltas of
+ * CDP Performance.getMetrics' TaskDuration and ScriptDuration over it (ms), and the long-task durations the page
+ * collected (`longtasks`: an expression evaluated in the page after `work`, e.g. a PerformanceObserver's array).
+ * What bench/studio.mjs and bench/studio-app.mjs measure; `result` is what `work` resolved to.
+ */
+export async function measureMainThread(context, page, work, longtasks) {
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Performance.enable");
+  const before = (await cdp.send("Performance.getMetrics")).metrics;
+  const result = await work();
+  const after = (await cdp.send("Performance.getMetrics")).metrics;
+  const durations = await page.evaluate(longtasks);
+  await cdp.detach();
+  return {
+    taskMs: (cdpMetric(after, "TaskDuration") - cdpMetric(before, "TaskDuration")) * 1e3,
+    scriptMs: (cdpMetric(after, "ScriptDuration") - cdpMetric(before, "ScriptDuration")) * 1e3,
+    longtasks: durations,
+    result,
+  };
+}

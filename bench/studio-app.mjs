@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { asyncScheduler, Subscription } from 'rxjs';
+import { measureMainThread } from './common.mjs';
 import { writeTrace } from './studio-trace.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -92,28 +93,22 @@ const context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
   args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
 });
 
-const metric = (metrics, name) => metrics.find((m) => m.name === name)?.value ?? 0;
-
 /** Main-thread time and long tasks while `work` runs on `page` (already on the studio). */
 async function measure(page, work) {
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('Performance.enable');
   await page.evaluate(`window.__long = [];
     new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push(e.duration); })
       .observe({ type: 'longtask' });`);
-  const before = (await cdp.send('Performance.getMetrics')).metrics;
-  await work();
-  // One more frame, so what the last change scheduled is counted.
-  await page.evaluate('new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)))');
-  const after = (await cdp.send('Performance.getMetrics')).metrics;
-  const long = await page.evaluate('window.__long');
-  await cdp.detach();
-  return {
-    taskMs: (metric(after, 'TaskDuration') - metric(before, 'TaskDuration')) * 1000,
-    scriptMs: (metric(after, 'ScriptDuration') - metric(before, 'ScriptDuration')) * 1000,
-    longestMs: Math.max(0, ...long),
-    over50: long.filter((ms) => ms > 50).length,
-  };
+  const { taskMs, scriptMs, longtasks } = await measureMainThread(
+    context,
+    page,
+    async () => {
+      await work();
+      // One more frame, so what the last change scheduled is counted.
+      await page.evaluate('new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)))');
+    },
+    'window.__long',
+  );
+  return { taskMs, scriptMs, longestMs: Math.max(0, ...longtasks), over50: longtasks.filter((ms) => ms > 50).length };
 }
 
 async function studioPage() {

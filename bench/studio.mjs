@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { chromium } from 'playwright-core';
+import { measureMainThread } from './common.mjs';
 import { writeTrace } from './studio-trace.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -77,25 +78,26 @@ const context = await chromium.launchPersistentContext(join(dir, 'chromium'), {
   args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
 });
 
-const metric = (metrics, name) => metrics.find((m) => m.name === name)?.value ?? 0;
-
 /** One page: navigation → `work` in the page done; main-thread task and script time (ms), the longest task. */
 async function measure(work) {
   const page = await context.newPage();
-  const cdp = await context.newCDPSession(page);
-  await cdp.send('Performance.enable');
-  const before = (await cdp.send('Performance.getMetrics')).metrics;
-  const wall = performance.now();
-  await page.goto(`${origin}/`);
-  await page.waitForFunction('window.ready === true');
-  const result = await page.evaluate(work);
-  const after = (await cdp.send('Performance.getMetrics')).metrics;
-  const longtasks = await page.evaluate('window.longtasks');
+  let wall = 0;
+  const { taskMs, scriptMs, longtasks, result } = await measureMainThread(
+    context,
+    page,
+    async () => {
+      wall = performance.now();
+      await page.goto(`${origin}/`);
+      await page.waitForFunction('window.ready === true');
+      return page.evaluate(work);
+    },
+    'window.longtasks',
+  );
   await page.close();
   return {
     wallMs: performance.now() - wall,
-    taskMs: (metric(after, 'TaskDuration') - metric(before, 'TaskDuration')) * 1e3,
-    scriptMs: (metric(after, 'ScriptDuration') - metric(before, 'ScriptDuration')) * 1e3,
+    taskMs,
+    scriptMs,
     longestTaskMs: Math.max(0, ...longtasks),
     longtasks: longtasks.length,
     ...result,

@@ -1,7 +1,14 @@
 import { lastValueFrom, toArray, type Observable } from 'rxjs';
 import { expect } from 'vitest';
 import { z } from 'zod';
-import { defineTool, type AgentEvent, type AgentToolResult, type Message, type ToolCall } from 'cubepi';
+import {
+  defineTool,
+  type AgentEvent,
+  type AgentToolResult,
+  type AnyAgentTool,
+  type Message,
+  type ToolCall,
+} from 'cubepi';
 
 /** Collects every event of an Observable run. */
 export function collect(events$: Observable<AgentEvent>): Promise<AgentEvent[]> {
@@ -109,3 +116,35 @@ export const echoTool = defineTool({
   parameters: z.object({ i: z.number() }),
   execute: (_id, { i }) => ({ content: [{ type: 'text', text: `ok ${i}` }] }),
 });
+
+/**
+ * A tool (named `name`, no parameters) that only ends when its signal fires, rejecting then with the signal's reason:
+ * the running tool a cancellation test cancels. `started` resolves with its signal when it runs (the first call),
+ * `aborted` with the signal's reason when that fires.
+ */
+export function waitingTool(name = 'wait'): {
+  tool: AnyAgentTool;
+  started: Promise<AbortSignal>;
+  aborted: Promise<unknown>;
+} {
+  const started = deferred<AbortSignal>();
+  const aborted = deferred<unknown>();
+  const tool = defineTool({
+    name,
+    description: 'Waits until its signal fires',
+    parameters: z.object({}),
+    execute: (_id, _args, { signal }) =>
+      new Promise((_resolve, reject) => {
+        signal.addEventListener(
+          'abort',
+          () => {
+            aborted.resolve(signal.reason);
+            reject(signal.reason as Error);
+          },
+          { once: true },
+        );
+        started.resolve(signal);
+      }),
+  });
+  return { tool, started: started.promise, aborted: aborted.promise };
+}

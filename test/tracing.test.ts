@@ -37,7 +37,7 @@ import {
 import { FauxProvider, fauxMessage, fauxToolCall, type FauxCallContext } from 'cubepi/testing';
 import { toolCallContext, traceAgent, traceEvents, withToolCallContext } from 'cubepi/tracing';
 import { CUBEPI_VERSION } from '../src/tracing/version.js';
-import { collect, deferred, tick } from './helpers.js';
+import { collect, deferred, tick, waitingTool } from './helpers.js';
 
 class TestReader extends MetricReader {
   protected onForceFlush(): Promise<void> {
@@ -366,25 +366,15 @@ describe('traceAgent: the span tree and its attributes', () => {
 
   it('a cancelled run: every span ends, the run cancelled, the running tool aborted', async () => {
     const { tracer, spans } = otel();
-    const started = deferred();
-    const wait = defineTool({
-      name: 'wait',
-      description: 'Waits until cancelled',
-      parameters: z.object({}),
-      execute: (_id, _args, { signal }) =>
-        new Promise((_resolve, reject) => {
-          started.resolve();
-          signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
-        }),
-    });
+    const wait = waitingTool('wait');
     const agent = new Agent({
       provider: new FauxProvider({ responses: [fauxMessage([fauxToolCall('wait', {})]), fauxMessage('never')] }),
       model: 'faux',
-      tools: [wait],
+      tools: [wait.tool],
     });
     traceAgent(agent, { tracer });
     const subscription = agent.prompt$('go').subscribe();
-    await started.promise;
+    await wait.started;
     subscription.unsubscribe();
     await agent.waitForIdle();
 

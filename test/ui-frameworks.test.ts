@@ -17,10 +17,10 @@ import { compile } from 'svelte/compiler';
 import { render } from 'svelte/server';
 import { derived, get, type Readable } from 'svelte/store';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { Agent, defineTool, type Message } from 'cubepi';
+import { Agent, type Message } from 'cubepi';
 import { assembleMessages } from 'cubepi/operators';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
+import { waitingTool } from './helpers.js';
 
 const textOf = (message: Message | undefined): string => {
   const content: unknown = message?.content;
@@ -29,26 +29,10 @@ const textOf = (message: Message | undefined): string => {
 };
 
 /** An agent whose model calls `wait`, a tool that only ends when its signal fires; `aborted` resolves then. */
-function waitingAgent(): { agent: Agent; started: Promise<void>; aborted: Promise<unknown> } {
-  let onStart!: () => void;
-  let onAbort!: (reason: unknown) => void;
-  const started = new Promise<void>((resolve) => (onStart = resolve));
-  const aborted = new Promise<unknown>((resolve) => (onAbort = resolve));
-  const wait = defineTool({
-    name: 'wait',
-    description: 'Waits until cancelled',
-    parameters: z.object({}),
-    execute: (_id, _args, { signal }) =>
-      new Promise((_resolve, reject) => {
-        signal.addEventListener('abort', () => {
-          onAbort(signal.reason);
-          reject(signal.reason as Error);
-        });
-        onStart();
-      }),
-  });
+function waitingAgent(): { agent: Agent; started: Promise<unknown>; aborted: Promise<unknown> } {
+  const { tool, started, aborted } = waitingTool('wait');
   const provider = new FauxProvider({ responses: [fauxMessage([fauxToolCall('wait', {})]), fauxMessage('never')] });
-  return { agent: new Agent({ provider, model: 'faux', tools: [wait] }), started, aborted };
+  return { agent: new Agent({ provider, model: 'faux', tools: [tool] }), started, aborted };
 }
 
 describe('Angular: toSignal over the operators', () => {

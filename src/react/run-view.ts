@@ -3,14 +3,15 @@
  * {@link useRun}; React-free.
  * @module
  */
-import { Observable, Subject, type Subscription } from 'rxjs';
+import { Observable } from 'rxjs';
 import type { ToolActivity } from '../../operators/tool-activity.js';
 import { cancelRun, runEventsUrl, type RunClientOptions } from '../client/runs.js';
 import { fromAgentEvents } from '../client/from-agent-events.js';
-import type { AgentEvent, RunOutcome } from '../types/agent-events.js';
+import type { RunOutcome } from '../types/agent-events.js';
 import type { ApprovalRequest } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
-import { watchEvents, watchReconnects } from './stream-watch.js';
+import { watchReconnects } from './stream-watch.js';
+import { EMPTY_LIST, ViewState } from './view-state.js';
 
 /** Options of {@link useRun} and {@link runView$}. */
 export interface RunViewOptions extends RunClientOptions {
@@ -65,9 +66,9 @@ const noop = () => undefined;
 /** The view before the run's stream is open: status `connecting`, nothing in it; `stop` does nothing. */
 export const CONNECTING_VIEW: RunView = Object.freeze({
   status: 'connecting',
-  messages: Object.freeze([]),
-  toolActivity: Object.freeze([]),
-  pendingApprovals: Object.freeze([]),
+  messages: EMPTY_LIST,
+  toolActivity: EMPTY_LIST,
+  pendingApprovals: EMPTY_LIST,
   outcome: undefined,
   error: undefined,
   stop: noop,
@@ -87,82 +88,60 @@ export const CONNECTING_VIEW: RunView = Object.freeze({
 export function runView$(options: RunViewOptions): Observable<RunView> {
   const { baseUrl, runId } = options;
   return new Observable<RunView>((subscriber) => {
-    const events = new Subject<AgentEvent>();
-    let status: RunStatus = 'connecting';
-    let messages = CONNECTING_VIEW.messages;
-    let activity = CONNECTING_VIEW.toolActivity;
-    let approvals = CONNECTING_VIEW.pendingApprovals;
     let outcome: RunOutcome | undefined;
-    let error: unknown;
-    let closed = false;
-
-    const emit = () => {
-      if (closed) return;
-      subscriber.next(
-        Object.freeze({ status, messages, toolActivity: activity, pendingApprovals: approvals, outcome, error, stop }),
-      );
-    };
-    const fail = (cause: unknown) => {
-      status = 'error';
-      error = cause;
-      emit();
-    };
+    const state: ViewState<RunStatus, ApprovalRequest, RunView> = new ViewState(subscriber, {
+      status: 'connecting',
+      throttleMs: options.throttleMs,
+      approvals: (requests) => requests.map((request) => Object.freeze(request)),
+      render: (view) =>
+        Object.freeze({
+          status: view.status,
+          messages: view.messages,
+          toolActivity: view.toolActivity,
+          pendingApprovals: view.pendingApprovals,
+          outcome,
+          error: view.error,
+          stop,
+        }),
+    });
     const client: RunClientOptions = {
       ...options,
       fetch: watchReconnects(options.fetch, () => {
-        if (status !== 'running') return;
-        status = 'reconnecting';
-        emit();
+        if (state.status !== 'running') return;
+        state.status = 'reconnecting';
+        state.emit();
       }),
     };
     function stop(): void {
-      void cancelRun(baseUrl, runId, client).catch(fail);
+      void cancelRun(baseUrl, runId, client).catch((cause: unknown) => state.fail(cause));
     }
 
-    const pipelines: Subscription[] = watchEvents(
-      events,
-      [],
-      options.throttleMs,
-      (next) => {
-        messages = next;
-        emit();
-      },
-      (next) => {
-        activity = next;
-        emit();
-      },
-    );
-    emit();
+    state.watch([]);
+    state.emit();
     const stream = fromAgentEvents(runEventsUrl(baseUrl, runId, options.transport, options.threadId), client).subscribe(
       {
         next: (event) => {
-          const changed = status !== 'running';
-          status = 'running';
-          if (event.type === 'approval_requested') {
-            const { type: _type, runId: _runId, ...request } = event;
-            approvals = Object.freeze([...approvals, Object.freeze(request)]);
-          }
+          const changed = state.status !== 'running';
+          state.status = 'running';
           if (event.type === 'agent_end') outcome = event.outcome;
-          events.next(event);
-          if (changed || event.type === 'approval_requested') emit();
+          state.next(event);
+          if (changed || event.type === 'approval_requested') state.emit();
         },
         error: (cause: unknown) => {
-          events.complete();
-          fail(cause);
+          state.end();
+          state.fail(cause);
         },
         complete: () => {
-          events.complete();
-          status = 'done';
-          emit();
+          state.end();
+          state.status = 'done';
+          state.emit();
         },
       },
     );
 
     return () => {
-      closed = true;
+      state.close();
       stream.unsubscribe();
-      for (const pipeline of pipelines) pipeline.unsubscribe();
-      events.complete();
     };
   });
 }

@@ -1,14 +1,8 @@
 /**
- * What {@link threadView$} and {@link runView$} share: telling a reconnect from a first connection, and the
- * operators that turn a run's events into the messages and tool activity a view renders.
+ * How {@link threadView$} and {@link runView$} tell a reconnect from a first connection (their shared state and
+ * pipelines are `ViewState`, in view-state.ts).
  * @module
  */
-import type { Observable, Subscription } from 'rxjs';
-import { assembleMessages } from '../../operators/assemble-messages.js';
-import { throttleDeltas } from '../../operators/throttle-deltas.js';
-import { toolActivity, type ToolActivity } from '../../operators/tool-activity.js';
-import type { AgentEvent } from '../types/agent-events.js';
-import type { Message } from '../types/messages.js';
 
 const EVENTS_PATH = /\/runs\/[^/]+\/events(\?|$)/;
 
@@ -28,21 +22,4 @@ export function watchReconnects(baseFetch: typeof fetch | undefined, onReconnect
     }
     return send(input, init);
   };
-}
-
-/**
- * @internal Subscribes the two view pipelines to `events$`: messages assembled after `seed` (deltas merged within
- * `throttleMs`, default 16) and the tool activity. Returns their subscriptions, for the view's teardown.
- */
-export function watchEvents(
-  events$: Observable<AgentEvent>,
-  seed: readonly Message[],
-  throttleMs: number | undefined,
-  onMessages: (messages: readonly Message[]) => void,
-  onActivity: (activity: readonly ToolActivity[]) => void,
-): Subscription[] {
-  return [
-    events$.pipe(throttleDeltas(throttleMs ?? 16), assembleMessages(seed)).subscribe(onMessages),
-    events$.pipe(toolActivity()).subscribe(onActivity),
-  ];
 }

@@ -3,15 +3,15 @@
  * The Observable under {@link useThread}; React-free.
  * @module
  */
-import { Observable, Subject, type Subscription } from 'rxjs';
+import { Observable, type Subscription } from 'rxjs';
 import type { ToolActivity } from '../../operators/tool-activity.js';
 import { cancelRun, getThread, respond, runEventsUrl, startRun, type RunClientOptions } from '../client/runs.js';
 import { fromAgentEvents } from '../client/from-agent-events.js';
-import type { AgentEvent } from '../types/agent-events.js';
 import type { ApprovalAnswer, ApprovalRequest } from '../types/approval.js';
 import type { Message } from '../types/messages.js';
 import type { SequencedEvent } from '../wire/frames.js';
-import { watchEvents, watchReconnects } from './stream-watch.js';
+import { watchReconnects } from './stream-watch.js';
+import { EMPTY_LIST, ViewState } from './view-state.js';
 
 /** Options of {@link useThread} and {@link threadView$}. */
 export interface ThreadOptions extends RunClientOptions {
@@ -68,9 +68,9 @@ const noop = () => undefined;
 /** The view before anything is known: status `loading`, no messages; its actions do nothing. */
 export const LOADING_VIEW: ThreadView = Object.freeze({
   status: 'loading',
-  messages: Object.freeze([]),
-  toolActivity: Object.freeze([]),
-  pendingApprovals: Object.freeze([]),
+  messages: EMPTY_LIST,
+  toolActivity: EMPTY_LIST,
+  pendingApprovals: EMPTY_LIST,
   runId: null,
   error: undefined,
   send: noop,
@@ -92,54 +92,20 @@ export const LOADING_VIEW: ThreadView = Object.freeze({
 export function threadView$(options: ThreadOptions): Observable<ThreadView> {
   const { baseUrl, threadId } = options;
   return new Observable<ThreadView>((subscriber) => {
-    const events = new Subject<AgentEvent>();
     const runs = new Set<Subscription>();
-    const pipelines: Subscription[] = [];
-    let status: ThreadStatus = 'loading';
-    let error: unknown;
-    let messages: readonly Message[] = LOADING_VIEW.messages;
-    let activity: readonly ToolActivity[] = LOADING_VIEW.toolActivity;
-    const requests = new Map<string, ApprovalRequest>();
-    let approvals: readonly PendingApproval[] = LOADING_VIEW.pendingApprovals;
     let runId: string | null = null;
     let streaming = 0;
     let reconnecting = false;
-    let closed = false;
 
-    // Every run stream's connection attempts go through here: a second attempt at one run's events is a reconnect.
-    const watchingFetch = watchReconnects(options.fetch, () => {
-      if (reconnecting) return;
-      reconnecting = true;
-      emit();
-    });
-    const client: RunClientOptions = { ...options, fetch: watchingFetch };
-
+    // Stored: `loading`, `idle` or `error`; the view shows `running` or `reconnecting` while a run streams.
     const currentStatus = (): ThreadStatus =>
-      status === 'loading' || status === 'error'
-        ? status
+      state.status === 'loading' || state.status === 'error'
+        ? state.status
         : streaming > 0
           ? reconnecting
             ? 'reconnecting'
             : 'running'
           : 'idle';
-    const emit = () => {
-      if (closed) return;
-      subscriber.next(
-        Object.freeze({
-          status: currentStatus(),
-          messages,
-          toolActivity: activity,
-          pendingApprovals: approvals,
-          runId,
-          error,
-          send,
-          stop,
-        }),
-      );
-    };
-    const setApprovals = () => {
-      approvals = Object.freeze([...requests.values()].map(bind));
-    };
     const bind = (request: ApprovalRequest): PendingApproval =>
       Object.freeze({
         ...request,
@@ -147,11 +113,31 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
         deny: (reason: string) => answer(request.requestId, { deny: reason }),
         edit: (args: Readonly<Record<string, unknown>>) => answer(request.requestId, { edit: args }),
       });
-    const fail = (cause: unknown) => {
-      status = 'error';
-      error = cause;
-      emit();
-    };
+    const state: ViewState<ThreadStatus, PendingApproval, ThreadView> = new ViewState(subscriber, {
+      status: 'loading',
+      throttleMs: options.throttleMs,
+      approvals: (requests) => requests.map(bind),
+      render: (view) =>
+        Object.freeze({
+          status: currentStatus(),
+          messages: view.messages,
+          toolActivity: view.toolActivity,
+          pendingApprovals: view.pendingApprovals,
+          runId,
+          error: view.error,
+          send,
+          stop,
+        }),
+    });
+    const fail = (cause: unknown) => state.fail(cause);
+
+    // Every run stream's connection attempts go through here: a second attempt at one run's events is a reconnect.
+    const watchingFetch = watchReconnects(options.fetch, () => {
+      if (reconnecting) return;
+      reconnecting = true;
+      state.emit();
+    });
+    const client: RunClientOptions = { ...options, fetch: watchingFetch };
 
     /** Streams a run's events into the view until it ends; `owned` runs are cancelled when the view is left. */
     const follow = (run$: Observable<SequencedEvent>) => {
@@ -169,15 +155,10 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
       subscription = run$.subscribe({
         next: (event) => {
           if (event.type === 'agent_start') runId = event.runId;
-          if (event.type === 'approval_requested') {
-            const { type: _type, runId: _runId, ...request } = event;
-            requests.set(event.requestId, request);
-            setApprovals();
-          }
           const wasReconnecting = reconnecting;
           reconnecting = false;
-          events.next(event);
-          if (wasReconnecting || event.type === 'agent_start' || event.type === 'approval_requested') emit();
+          state.next(event);
+          if (wasReconnecting || event.type === 'agent_start' || event.type === 'approval_requested') state.emit();
         },
         error: (cause: unknown) => {
           finish();
@@ -185,11 +166,11 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
         },
         complete: () => {
           finish();
-          emit();
+          state.emit();
         },
       });
       if (!done) runs.add(subscription);
-      emit();
+      state.emit();
     };
 
     // Deferred a microtask: an action called from the first (synchronous) emission runs once `loaded` exists.
@@ -197,23 +178,23 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
       queueMicrotask(
         () =>
           void loaded.then((ok) => {
-            if (ok && !closed) then();
+            if (ok && !state.closed) then();
           }),
       );
 
     function send(input: string | Message | readonly Message[]): void {
       whenLoaded(() => {
-        if (status === 'error') {
-          status = 'idle';
-          error = undefined;
+        if (state.status === 'error') {
+          state.status = 'idle';
+          state.error = undefined;
         }
         follow(startRun(baseUrl, threadId, input, client));
       });
     }
     function answer(requestId: string, reply: ApprovalAnswer): void {
       whenLoaded(() => {
-        if (!requests.delete(requestId)) return;
-        setApprovals();
+        if (!state.requests.delete(requestId)) return;
+        state.setApprovals();
         follow(respond(baseUrl, threadId, requestId, reply, client));
       });
     }
@@ -228,36 +209,22 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
       runs.clear();
       streaming = 0;
       reconnecting = false;
-      emit();
+      state.emit();
     }
 
-    emit();
+    state.emit();
     const loaded: Promise<boolean> = getThread(baseUrl, threadId, client).then(
       (thread) => {
-        if (closed) return false;
-        status = 'idle';
-        for (const request of thread.pending) requests.set(request.requestId, request);
-        setApprovals();
-        pipelines.push(
-          ...watchEvents(
-            events,
-            thread.messages,
-            options.throttleMs,
-            (next) => {
-              messages = next;
-              emit();
-            },
-            (next) => {
-              activity = next;
-              emit();
-            },
-          ),
-        );
+        if (state.closed) return false;
+        state.status = 'idle';
+        for (const request of thread.pending) state.requests.set(request.requestId, request);
+        state.setApprovals();
+        state.watch(thread.messages);
         // Watch the run already going (started elsewhere): from its start, after the messages stored before it.
         if (thread.activeRunId !== null) {
           runId = thread.activeRunId;
           follow(fromAgentEvents(runEventsUrl(baseUrl, thread.activeRunId, options.transport), client));
-        } else emit();
+        } else state.emit();
         return true;
       },
       (cause: unknown) => {
@@ -267,10 +234,8 @@ export function threadView$(options: ThreadOptions): Observable<ThreadView> {
     );
 
     return () => {
-      closed = true;
+      state.close();
       for (const run of [...runs]) run.unsubscribe();
-      for (const pipeline of pipelines) pipeline.unsubscribe();
-      events.complete();
     };
   });
 }

@@ -6,8 +6,7 @@ import { join } from 'node:path';
 import { firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { Agent, defineTool, type Message } from 'cubepi';
+import { Agent, type Message } from 'cubepi';
 import { SQLiteCheckpointer } from 'cubepi/checkpoint/sqlite';
 import {
   AgentServerError,
@@ -20,30 +19,21 @@ import {
   type RunClientOptions,
 } from 'cubepi/client';
 import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
-import { expectConsistentTranscript } from '../helpers.js';
+import { expectConsistentTranscript, waitingTool } from '../helpers.js';
 import { serve, type Served } from './serve-helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cubepi-run-lost-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A tool that never answers (until its run is cancelled): the process "dies" while it runs. */
-let started: () => void = () => undefined;
-const hang = defineTool({
-  name: 'hang',
-  description: 'Never answers',
-  parameters: z.object({}),
-  execute: (_id, _args, { signal }) =>
-    new Promise((_resolve, reject) => {
-      started();
-      signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
-    }),
-});
-
-/** A server on `file`: its model answers `answer` (asking for `hang` first on a thread that never called it). */
+/**
+ * A server on `file`: its model answers `answer` (asking for `hang`, a tool that never answers until its run is
+ * cancelled, first on a thread that never called it: the process "dies" while it runs).
+ */
 async function serveOn(
   file: string,
   answer: string,
   hangFirst = true,
+  hang = waitingTool('hang').tool,
 ): Promise<{ served: Served; checkpointer: SQLiteCheckpointer }> {
   const checkpointer = new SQLiteCheckpointer(file);
   const served = await serve({
@@ -82,16 +72,16 @@ afterEach(async () => {
 describe.each(['sse', 'websocket'] as const)('a server restarted mid-run (%s)', (transport) => {
   it('answers the lost run with run_lost and its stored state, closes the turn, and takes a new prompt', async () => {
     const file = join(dir, `${transport}.db`);
-    const first = await serveOn(file, 'never said');
+    const hang = waitingTool('hang');
+    const first = await serveOn(file, 'never said', true, hang.tool);
     const options: RunClientOptions = {
       transport,
       WebSocket,
       retry: { initialDelayMs: 20, maxDelayMs: 100, maxAttempts: 2 },
     };
-    const running = new Promise<void>((resolve) => (started = resolve));
     // The run's first event names it; the tool then hangs, the run never ends.
     const runId = (await firstValueFrom(startRun(first.served.base, 't1', 'Do the thing', options))).runId;
-    await running;
+    await hang.started;
 
     // The process "dies": its sockets close, nothing of its run is ended or stored (its agent is abandoned).
     first.served.http.closeAllConnections();
@@ -137,11 +127,11 @@ describe.each(['sse', 'websocket'] as const)('a server restarted mid-run (%s)', 
 
   it('continues the lost run ("Continue": resumeThread) on the repaired transcript, and refuses when nothing is left', async () => {
     const file = join(dir, `${transport}-continue.db`);
-    const first = await serveOn(file, 'never said');
+    const hang = waitingTool('hang');
+    const first = await serveOn(file, 'never said', true, hang.tool);
     const options: RunClientOptions = { transport, WebSocket, retry: { initialDelayMs: 20, maxAttempts: 2 } };
-    const running = new Promise<void>((resolve) => (started = resolve));
     const runId = (await firstValueFrom(startRun(first.served.base, 't3', 'Do the thing', options))).runId;
-    await running;
+    await hang.started;
     first.served.http.closeAllConnections();
     await new Promise<void>((resolve) => first.served.http.close(() => resolve()));
     const second = await serveOn(file, 'Finished on the second try.');

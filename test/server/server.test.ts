@@ -1,18 +1,21 @@
 // The agent server and client over real sockets: SSE and WebSocket streams equal the run in process, resumes after
 // cuts at random points lose and repeat nothing, unsubscribing a started run cancels it on the server (the model's
-// HTTP server sees its socket close), a watcher leaving does not, and bad requests are refused before anything runs.
+// HTTP server sees its socket close), as does unsubscribing a resumed one (resumeThread: its stream closes mid-run,
+// the model request is aborted or the running tool signalled, nothing more arrives), a watcher leaving does not, and
+// bad requests are refused before anything runs.
 import { from, lastValueFrom, take, toArray, type Observable } from 'rxjs';
-import { createConnection } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
 import OpenAI from 'openai';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Agent, ToolGuard, type AgentEvent } from 'cubepi';
-import { FauxProvider, fauxMessage } from 'cubepi/testing';
+import { Agent, MemoryCheckpointer, ToolGuard, type AgentEvent } from 'cubepi';
+import { FauxProvider, fauxMessage, fauxToolCall } from 'cubepi/testing';
 import {
   AgentServerError,
   fromAgentEvents,
   getThread,
   respond,
+  resumeThread,
   runEventsUrl,
   startRun,
   type SequencedEvent,
@@ -23,6 +26,7 @@ import { recordingBodies } from '../providers/recordings.js';
 import { ReplayServer } from '../providers/replay-server.js';
 import { agentFactory, ANSWER, lookup, scriptedProvider, serve, type Served } from './serve-helpers.js';
 import { cuttingFetch, random } from '../cutting-fetch.js';
+import { waitingTool } from '../helpers.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 
@@ -243,7 +247,7 @@ describe('cancelling', () => {
   afterEach(() => model?.close());
 
   /** An agent whose model (the OpenAI SDK against a local server) streams some text and then stalls. */
-  async function stallingAgents() {
+  async function stallingAgents(checkpointer?: MemoryCheckpointer) {
     model = await ReplayServer.start();
     const body = recordingBodies('openai-chat', 'text-with-usage.openai-python.sse')[0]!;
     const events = body.split('\n\n').filter((e) => e.trim() !== '');
@@ -251,7 +255,13 @@ describe('cancelling', () => {
     const provider = new OpenAIProvider({
       client: new OpenAI({ apiKey: 'k', baseURL: `${model.url}/v1`, maxRetries: 0, logLevel: 'off' }),
     });
-    return (threadId: string) => new Agent({ provider, model: { id: 'gpt-4o', provider: 'openai' }, threadId });
+    return (threadId: string) =>
+      new Agent({
+        provider,
+        model: { id: 'gpt-4o', provider: 'openai' },
+        threadId,
+        ...(checkpointer && { checkpointer }),
+      });
   }
 
   it.each(['sse', 'websocket'] as const)(
@@ -270,6 +280,98 @@ describe('cancelling', () => {
       const count = seen.length;
       await new Promise((r) => setTimeout(r, 20));
       expect(seen).toHaveLength(count); // nothing after unsubscribing
+    },
+  );
+
+  /** A thread `t1` whose stored history ends with a user message: something for `resumeThread` to continue. */
+  function waitingThread(): MemoryCheckpointer {
+    const checkpointer = new MemoryCheckpointer();
+    void checkpointer.append('t1', [{ role: 'user', content: 'Hi', timestamp: 1 }]);
+    return checkpointer;
+  }
+
+  /**
+   * `resumeThread` on thread `t1` of `served`, its `DELETE /runs/:id` held until the server saw the client's event
+   * stream close: a close the server sees before the run ended was the client's, not the end of the run.
+   */
+  function resumeWatched(transport: 'sse' | 'websocket') {
+    const seen: SequencedEvent[] = [];
+    let runEndedAtClose: boolean | undefined;
+    const streamClosed = new Promise<void>((resolve) => {
+      const watch = (url: string | undefined, closable: { once(event: 'close', listener: () => void): unknown }) => {
+        const runId = /^\/runs\/([^/?]+)\/events/.exec(url ?? '')?.[1];
+        if (runId === undefined) return;
+        closable.once('close', () => {
+          runEndedAtClose = served!.server.registry.log(decodeURIComponent(runId))!.ended;
+          resolve();
+        });
+      };
+      served!.http.on('request', (request, response) => watch(request.url, response));
+      served!.http.on('upgrade', (request, socket: Socket) => watch(request.url, socket));
+    });
+    const heldFetch: typeof fetch = (input, init) =>
+      init?.method === 'DELETE' ? streamClosed.then(() => fetch(input, init)) : fetch(input, init);
+    const subscription = resumeThread(served!.base, 't1', { transport, WebSocket, fetch: heldFetch }).subscribe({
+      next: (event) => seen.push(event),
+      error: () => undefined,
+    });
+    return { seen, subscription, streamClosed, runEndedAtClose: () => runEndedAtClose };
+  }
+
+  it.each(['sse', 'websocket'] as const)(
+    'unsubscribing a resumed run (resumeThread, %s) closes its stream and cancels it: the model request is aborted',
+    async (transport) => {
+      const checkpointer = waitingThread();
+      served = await serve({ agent: await stallingAgents(checkpointer), checkpointer, flushMs: 0 });
+      const { seen, subscription, streamClosed, runEndedAtClose } = resumeWatched(transport);
+      await waitFor(() => seen.some((e) => e.type === 'message_update'));
+      subscription.unsubscribe();
+      await streamClosed;
+      expect(runEndedAtClose()).toBe(false); // the client closed it, mid-run
+      expect(await model!.requests[0]!.closed).toEqual({ finished: false });
+      const runId = seen[0]!.runId;
+      await waitFor(() => served!.server.registry.log(runId)!.ended);
+      const all = await collect(fromAgentEvents(runEventsUrl(served.base, runId)));
+      expect(all.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+      // Nothing after unsubscribing: the run's closing events, on the server since, never reached this subscriber.
+      expect(seen.length).toBeLessThan(all.length);
+      expect(seen).toEqual(all.slice(0, seen.length));
+      expect(seen.some((e) => e.type === 'agent_end')).toBe(false);
+    },
+  );
+
+  it.each(['sse', 'websocket'] as const)(
+    "unsubscribing a resumed run (resumeThread, %s) while its tool runs fires the tool's signal; the run ends cancelled",
+    async (transport) => {
+      const checkpointer = waitingThread();
+      const tool = waitingTool();
+      served = await serve({
+        checkpointer,
+        flushMs: 0,
+        agent: (threadId) =>
+          new Agent({
+            provider: new FauxProvider({ responses: [fauxMessage([fauxToolCall('wait', {})]), fauxMessage('never')] }),
+            model: 'faux',
+            tools: [tool.tool],
+            checkpointer,
+            threadId,
+          }),
+      });
+      const { seen, subscription, streamClosed, runEndedAtClose } = resumeWatched(transport);
+      const signal = await tool.started;
+      await waitFor(() => seen.some((e) => e.type === 'tool_execution_start'));
+      expect(signal.aborted).toBe(false);
+      subscription.unsubscribe();
+      await streamClosed;
+      expect(runEndedAtClose()).toBe(false);
+      await tool.aborted; // the server cancelled the run once the client left
+      const runId = seen[0]!.runId;
+      await waitFor(() => served!.server.registry.log(runId)!.ended);
+      const all = await collect(fromAgentEvents(runEventsUrl(served.base, runId)));
+      expect(all.find((e) => e.type === 'tool_execution_end')).toMatchObject({ outcome: 'aborted' });
+      expect(all.at(-1)).toMatchObject({ type: 'agent_end', outcome: 'cancelled' });
+      expect(seen).toEqual(all.slice(0, seen.length));
+      expect(seen.some((e) => e.type === 'tool_execution_end' || e.type === 'agent_end')).toBe(false);
     },
   );
 
