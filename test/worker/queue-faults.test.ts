@@ -32,6 +32,9 @@ import { startPgProxy, type TcpProxy } from './tcp-proxy.js';
 
 requirePostgres();
 
+/** A prompt whose run streams for seconds at `delayMs: 30` (the model echoes it in its tool call and its answer). */
+const LONG_PROMPT = `a long one ${Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ')}`;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // What would have crashed the process during the test (messages only: a pg error drags its whole client along).
@@ -165,7 +168,9 @@ describe.skipIf(!pgAvailable)('run queue, connections terminated', () => {
     expect(errors.length).toBeGreaterThan(0);
     expect(errors.every((error) => error instanceof RunQueueError && error.reason === 'database')).toBe(true);
     // Cancelled from the queue (as another process would): the worker hears it and stops the run.
-    const runId = await queue.enqueue({ threadId: 'c', agent: 'notes', input: 'a long one' });
+    // Long enough (a ~450-character tool call and answer, 4 characters per 30 ms chunk) that a loaded machine's
+    // polling cannot see it end before the cancel: the run streams for seconds and ends the moment it is cancelled.
+    const runId = await queue.enqueue({ threadId: 'c', agent: 'notes', input: LONG_PROMPT });
     const events = lastValueFrom(queue.events(runId).pipe(toArray()));
     await waitUntil('the run streams', async () => (await queue.log.lastSeq(runId)) > 3);
     expect(await queue.cancel(runId, 'stop pressed')).toBe(true);

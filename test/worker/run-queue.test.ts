@@ -117,7 +117,10 @@ describe.skipIf(!pgAvailable)('run queue (one process)', () => {
 
   it("cancels a running run on its worker: the model's stream is aborted, the closing events still stream", async () => {
     await start({ delayMs: 30 });
-    const runId = await queue.enqueue({ threadId: 'd', agent: 'notes', input: 'a long one' });
+    // Long enough (a ~450-character tool call, 4 characters per 30 ms chunk) that the cancel lands mid-stream on a
+    // loaded machine, where the reader sees the second update up to a flush later.
+    const prompt = `a long one ${Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ')}`;
+    const runId = await queue.enqueue({ threadId: 'd', agent: 'notes', input: prompt });
     const seen: AgentEvent[] = [];
     const done = lastValueFrom(queue.events(runId).pipe(toArray()));
     queue.events(runId).subscribe((e) => {
