@@ -35,7 +35,8 @@ export interface RunEventLogOptions {
   readonly connectionString?: string | undefined;
   /** The schema of the table (created if missing). Letters, digits and `_`; default `public`. */
   readonly schema?: string | undefined;
-  /** Rows fetched per query while a reader replays (default 500). */
+  /** Rows fetched per query while a reader replays (default 500): a row is an appended batch (or, for a run an older
+   * version stored, one frame). */
   readonly pageSize?: number | undefined;
   /**
    * How long the readers' shared LISTEN connection stays open once no reader follows any run, in milliseconds
