@@ -33,7 +33,7 @@ export interface RunEventLogOptions {
   readonly pool?: pg.Pool | undefined;
   /** A connection string: the log makes a pool of its own, ended by `close`. */
   readonly connectionString?: string | undefined;
-  /** The schema of the table (created if missing). Letters, digits and `_`; default `public`. */
+  /** The schema of the tables (created if missing). Letters, digits and `_`; default `public`. */
   readonly schema?: string | undefined;
   /** Rows fetched per query while a reader replays (default 500): a row is an appended batch (or, for a run an older
    * version stored, one frame). */
@@ -58,7 +58,7 @@ export interface RunEventsOptions {
 
 /** The run-event log; see {@link createRunEventLog}. */
 export interface RunEventLog {
-  /** Creates the schema, table and function now (optional: the first call does it). */
+  /** Creates the schema, tables and function now (optional: the first call does it). */
   migrate(): Promise<void>;
   /**
    * Appends `frames` (one run's, seqs consecutive, the first the run's last stored seq plus one — 1 for a run with
