@@ -337,6 +337,7 @@ function tableKind(name) {
   if (name.split('.')[0].endsWith('_boss'))
     return table === 'job' || /^j[0-9a-f]{20,}/.test(table) ? 'pg-boss jobs' : `pg-boss ${table}`;
   if (table === 'cubepi_run_events') return 'run-event log';
+  if (table === 'cubepi_run_events_v3') return 'run-event log (batches)';
   if (table === 'cubepi_runs') return 'runs table';
   return `checkpoints (${table})`;
 }
@@ -357,7 +358,15 @@ async function walOf(before, after) {
        FROM r`,
       [before, after, like],
     );
-    return { cluster, mine: rows[0].mine };
+    // Per relation (a record counted once, for its first block; idle background not subtracted): where the WAL goes.
+    const byRelation = await monitor.query(
+      `SELECT coalesce(pg_filenode_relation(0, n::oid)::text, 'other ' || n) AS rel, sum(record_length)::float8 AS bytes
+       FROM (SELECT substring(block_ref from 'rel [0-9]+/[0-9]+/([0-9]+)') AS n, record_length
+             FROM pg_get_wal_records_info($1, $2) WHERE block_ref LIKE $3) r
+       GROUP BY 1 ORDER BY 2 DESC LIMIT 12`,
+      [before, after, like],
+    );
+    return { cluster, mine: rows[0].mine, byRelation: byRelation.rows };
   } catch (error) {
     console.error('pg_walinspect:', error.message);
     return { cluster, mine: NaN };
@@ -461,7 +470,7 @@ async function pickup() {
       );
       if (events[0]?.type !== 'agent_start' || events.at(-1)?.outcome !== 'completed') failed++;
       const { rows } = await monitor.query(
-        `SELECT extract(epoch FROM appended_at)::float8 * 1000 AS at FROM "${schema}".cubepi_run_events WHERE run_id = $1 AND seq = 1`,
+        `SELECT extract(epoch FROM appended_at)::float8 * 1000 AS at FROM "${schema}".cubepi_run_events_v3 WHERE run_id = $1 AND first_seq = 1`,
         [runId],
       );
       if (i < WARMUP) continue;
@@ -481,7 +490,7 @@ async function pickup() {
         if (events.at(-1)?.outcome !== 'completed') failed++;
       }
       const { rows } = await monitor.query(
-        `SELECT (extract(epoch FROM (SELECT appended_at FROM "${schema}".cubepi_run_events WHERE run_id = $2 AND seq = 1))
+        `SELECT (extract(epoch FROM (SELECT appended_at FROM "${schema}".cubepi_run_events_v3 WHERE run_id = $2 AND first_seq = 1))
                 - extract(epoch FROM (SELECT ended_at FROM "${schema}".cubepi_runs WHERE run_id = $1)))::float8 * 1000 AS gap`,
         [first, second],
       );
@@ -625,6 +634,7 @@ async function throughput(config) {
       walCluster: wal.cluster / RUNS,
       walMineRaw: wal.mine / RUNS,
       walMine: (wal.mine - (idleWal.mine / idle.seconds) * window.seconds) / RUNS,
+      walByRelation: Object.fromEntries((wal.byRelation ?? []).map((r) => [r.rel, Math.round(r.bytes / RUNS)])),
       tables,
       childCpu,
       mainCpu: (mainCpu.user + mainCpu.system) / 1e6,

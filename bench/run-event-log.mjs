@@ -92,7 +92,7 @@ async function measure(batch) {
   await Promise.all(done);
   const walAfter = await lsn();
   const { rows } = await writerPool.query(
-    `SELECT pg_wal_lsn_diff($2, $1)::float8 AS wal, (SELECT sum(octet_length(frame))::float8 FROM "${schema}".cubepi_run_events) AS bytes`,
+    `SELECT pg_wal_lsn_diff($2, $1)::float8 AS wal, (SELECT sum(octet_length(payload))::float8 FROM "${schema}".cubepi_run_events_v3) AS bytes`,
     [walBefore, walAfter],
   );
   const tails = [];

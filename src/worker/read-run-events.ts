@@ -7,6 +7,7 @@ import { Observable } from 'rxjs';
 import { DeltaDecoder } from '../wire/compact-deltas.js';
 import { parseFrame, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError } from './errors.js';
+import { decodeBatch, type StoredFrame } from './run-event-batch.js';
 import type { ChannelFollower, RunEventListener } from './run-event-listener.js';
 import { channelOf, type RunEventTables } from './run-events-schema.js';
 
@@ -19,7 +20,7 @@ export interface ReaderContext {
   readonly tables: RunEventTables;
   /** Resolves once the table exists. */
   readonly ready: () => Promise<void>;
-  /** Rows per replay query. */
+  /** Rows per replay query (a row: one batch, or one frame of the old format). */
   readonly pageSize: number;
 }
 
@@ -32,15 +33,61 @@ export interface ReaderHooks {
   readonly afterListen?: () => Promise<void>;
 }
 
+/** A row of either format: a batch (`payload`) or, in the old table, one frame (`frame`, `compact`, `base`). */
 interface Row {
-  readonly frame: string;
-  readonly compact: boolean;
+  readonly first_seq: string;
+  readonly payload: Buffer | null;
+  readonly frame: string | null;
+  readonly compact: boolean | null;
+  readonly base: boolean | null;
+}
+
+/** A stored frame and its seq. @internal */
+export interface SeqFrame extends StoredFrame {
+  readonly seq: number;
+}
+
+/** The columns of {@link Row} from the old table, then from the batch table (for a UNION ALL). */
+const OLD_COLUMNS = 'seq AS first_seq, seq AS last_seq, NULL::bytea AS payload, frame, compact, base';
+const BATCH_COLUMNS =
+  'first_seq, last_seq, payload, NULL::text AS frame, NULL::boolean AS compact, NULL::boolean AS base';
+
+/** The frames of rows read from either table, in seq order. */
+function framesOf(rows: readonly Row[]): SeqFrame[] {
+  const frames: SeqFrame[] = [];
+  for (const row of rows) {
+    const first = Number(row.first_seq);
+    if (row.payload === null) {
+      frames.push({ seq: first, json: row.frame!, compact: row.compact!, base: row.base! });
+      continue;
+    }
+    const batch = decodeBatch(row.payload);
+    for (let i = 0; i < batch.length; i++) frames.push({ seq: first + i, ...batch[i]! });
+  }
+  return frames;
+}
+
+/**
+ * Every stored frame of `runId`, both formats, in seq order (for a worker closing a run whose stream was cut).
+ * @internal
+ */
+export async function storedFrames(pool: pg.Pool, tables: RunEventTables, runId: string): Promise<SeqFrame[]> {
+  const { rows } = await pool.query<Row>(
+    `SELECT ${OLD_COLUMNS} FROM ${tables.events} WHERE run_id = $1 UNION ALL ` +
+      `SELECT ${BATCH_COLUMNS} FROM ${tables.batches} WHERE run_id = $1 ORDER BY last_seq`,
+    [runId],
+  );
+  return framesOf(rows);
 }
 
 /**
  * The frames of `runId` after seq `after`, whole (compact updates decoded), in seq order, each once, ending with the
  * run's terminal frame. Follows the run's channel on the log's shared listener while subscribed (its queries borrow
  * a pooled connection each, for that query only); unsubscribing stops following.
+ *
+ * The run's frames are read from both of the log's tables: batches (format 3) and, for a run an older process began,
+ * its rows of one frame each (formats 1 and 2), which all come before its batches. A batch holding seq `last` and
+ * later ones is read whole, the frames up to `last` skipped.
  *
  * No gap, no duplicate: the reader waits until the listener's LISTEN on the run's channel is acknowledged, then
  * queries `seq > last`, and queries again after each notification. A batch committed before the first query is in
@@ -95,8 +142,8 @@ export function readRunEvents(
     };
     const waitForWake = (): Promise<void> => new Promise<void>((resolve) => (wake = resolve));
 
-    const decode = (row: Row): WireFrame => {
-      const frame = parseFrame(row.frame);
+    const decode = (row: SeqFrame): WireFrame => {
+      const frame = parseFrame(row.json);
       if (frame === undefined) {
         throw new RunEventLogError('database', runId, `run "${runId}": a stored frame is not a wire frame`);
       }
@@ -106,50 +153,66 @@ export function readRunEvents(
       return { kind: 'event', seq: frame.seq, event };
     };
 
-    // A resume from the middle of a streamed message: decode from the last whole snapshot at or before `after`.
+    // A resume from the middle of a streamed message: decode from the last whole snapshot at or before `after`. Its
+    // row: in the old table, the last base row at or before `after`; among batches, the last one starting at or
+    // before `after` whose first base is too (a later batch before `after` has none, so holds no later one).
     const prime = async (): Promise<void> => {
       const { rows } = await pool.query<Row>(
-        `SELECT frame, compact FROM ${tables.events} WHERE run_id = $1 AND seq <= $2 AND seq >= ` +
-          `(SELECT max(seq) FROM ${tables.events} WHERE run_id = $1 AND seq <= $2 AND base) ORDER BY seq`,
+        `WITH b AS (SELECT greatest(` +
+          `(SELECT max(seq) FROM ${tables.events} WHERE run_id = $1 AND seq <= $2 AND base), ` +
+          `(SELECT max(first_seq) FROM ${tables.batches} WHERE run_id = $1 AND first_seq <= $2 AND first_base <= $2)` +
+          `) AS s) ` +
+          `SELECT ${OLD_COLUMNS} FROM ${tables.events} WHERE run_id = $1 AND seq <= $2 AND seq >= (SELECT s FROM b) ` +
+          `UNION ALL SELECT ${BATCH_COLUMNS} FROM ${tables.batches} ` +
+          `WHERE run_id = $1 AND first_seq <= $2 AND first_seq >= (SELECT s FROM b) ORDER BY first_seq`,
         [runId, after],
       );
-      if (rows.length === 0) {
+      const frames = framesOf(rows).filter((frame) => frame.seq <= after);
+      let from = frames.length - 1;
+      while (from >= 0 && !frames[from]!.base) from--;
+      if (from < 0) {
         throw new RunEventLogError('database', runId, `run "${runId}": no whole message before seq ${after + 1}`);
       }
-      for (const row of rows) decode(row);
+      for (let i = from; i < frames.length; i++) decode(frames[i]!);
     };
 
     const ended = async (): Promise<boolean> => {
       const { rowCount } = await pool.query(
-        `SELECT 1 FROM ${tables.events} WHERE run_id = $1 AND terminal AND seq <= $2`,
+        `SELECT 1 FROM ${tables.batches} WHERE run_id = $1 AND terminal AND last_seq <= $2 UNION ALL ` +
+          `SELECT 1 FROM ${tables.events} WHERE run_id = $1 AND terminal AND seq <= $2 LIMIT 1`,
         [runId, last],
       );
       return (rowCount ?? 0) > 0;
     };
 
-    // Emits every stored frame after `last`, a page at a time. True once the terminal frame was emitted.
+    // Emits every stored frame after `last`, a page of rows at a time. True once the terminal frame was emitted.
     const catchUp = async (): Promise<boolean> => {
       for (;;) {
         const { rows } = await pool.query<Row>(
-          `SELECT frame, compact FROM ${tables.events} WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+          `SELECT ${OLD_COLUMNS} FROM ${tables.events} WHERE run_id = $1 AND seq > $2 UNION ALL ` +
+            `SELECT ${BATCH_COLUMNS} FROM ${tables.batches} WHERE run_id = $1 AND last_seq > $2 ` +
+            `ORDER BY last_seq LIMIT $3`,
           [runId, last, pageSize],
         );
         if (closed) return true;
-        if (!primed && rows.length > 0) {
-          if (rows[0]!.compact) await prime();
+        // The first page's first row may be a batch that began at or before `last`: its frames up to `last` are not
+        // emitted (and were decoded by `prime`, or are not needed).
+        const frames = framesOf(rows).filter((frame) => frame.seq > last);
+        if (!primed && frames.length > 0) {
+          if (frames[0]!.compact) await prime();
           primed = true;
         }
         if (first) {
           first = false;
           // Resuming at or past the terminal frame: the run has ended, there is nothing more to wait for.
-          if (rows.length === 0 && (await ended())) {
+          if (frames.length === 0 && (await ended())) {
             subscriber.complete();
             return true;
           }
         }
-        for (const row of rows) {
+        for (const stored of frames) {
           if (closed) return true;
-          const frame = decode(row);
+          const frame = decode(stored);
           last = frame.seq;
           subscriber.next(frame);
           if (frame.kind !== 'event') {

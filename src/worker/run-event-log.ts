@@ -10,11 +10,13 @@ import type { AssistantMessage } from '../types/messages.js';
 import { compactUpdate } from '../wire/compact-deltas.js';
 import { frameJson, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError } from './errors.js';
+import { encodeBatch, type StoredFrame } from './run-event-batch.js';
 import { readRunEvents, type ReaderContext, type ReaderHooks } from './read-run-events.js';
 import { RunEventListener, type ListenerSession } from './run-event-listener.js';
 import {
   channelOf,
   IDENTIFIER,
+  lastSeqSql,
   migrateRunEvents,
   RUN_ENDED,
   runEventTables,
@@ -31,9 +33,10 @@ export interface RunEventLogOptions {
   readonly pool?: pg.Pool | undefined;
   /** A connection string: the log makes a pool of its own, ended by `close`. */
   readonly connectionString?: string | undefined;
-  /** The schema of the table (created if missing). Letters, digits and `_`; default `public`. */
+  /** The schema of the tables (created if missing). Letters, digits and `_`; default `public`. */
   readonly schema?: string | undefined;
-  /** Rows fetched per query while a reader replays (default 500). */
+  /** Rows fetched per query while a reader replays (default 500): a row is an appended batch (or, for a run an older
+   * version stored, one frame). */
   readonly pageSize?: number | undefined;
   /**
    * How long the readers' shared LISTEN connection stays open once no reader follows any run, in milliseconds
@@ -55,7 +58,7 @@ export interface RunEventsOptions {
 
 /** The run-event log; see {@link createRunEventLog}. */
 export interface RunEventLog {
-  /** Creates the schema, table and function now (optional: the first call does it). */
+  /** Creates the schema, tables and function now (optional: the first call does it). */
   migrate(): Promise<void>;
   /**
    * Appends `frames` (one run's, seqs consecutive, the first the run's last stored seq plus one — 1 for a run with
@@ -249,7 +252,7 @@ class PostgresRunEventLog implements QueueRunEventLog {
     await this.migrate();
     const { rows } = await this.#query<{ seq: string | null }>(
       runId,
-      `SELECT max(seq) AS seq FROM ${this.#tables.events} WHERE run_id = $1`,
+      `SELECT ${lastSeqSql(this.#tables, '$1')} AS seq`,
       [runId],
     );
     return Number(rows[0]?.seq ?? 0);
@@ -258,12 +261,15 @@ class PostgresRunEventLog implements QueueRunEventLog {
   async deleteRunEventsBefore(date: Date): Promise<number> {
     if (!(date instanceof Date) || Number.isNaN(date.getTime())) throw new InvalidInputError('date must be a Date');
     await this.migrate();
-    const t = this.#tables.events;
+    const { batches: b, events: e } = this.#tables;
+    // Both formats: a run an older process began has rows in each, and its last frame decides.
     const { rows } = await this.#query<{ runs: string }>(
       '',
-      `WITH old AS (SELECT run_id FROM ${t} GROUP BY run_id HAVING max(appended_at) < $1),
-            gone AS (DELETE FROM ${t} USING old WHERE ${t}.run_id = old.run_id RETURNING ${t}.run_id)
-       SELECT count(DISTINCT run_id) AS runs FROM gone`,
+      `WITH stored AS (SELECT run_id, appended_at FROM ${b} UNION ALL SELECT run_id, appended_at FROM ${e}),
+            old AS (SELECT run_id FROM stored GROUP BY run_id HAVING max(appended_at) < $1),
+            gone_b AS (DELETE FROM ${b} USING old WHERE ${b}.run_id = old.run_id RETURNING ${b}.run_id),
+            gone_e AS (DELETE FROM ${e} USING old WHERE ${e}.run_id = old.run_id RETURNING ${e}.run_id)
+       SELECT count(DISTINCT run_id) AS runs FROM (SELECT run_id FROM gone_b UNION ALL SELECT run_id FROM gone_e) g`,
       [date],
     );
     return Number(rows[0]?.runs ?? 0);
@@ -296,7 +302,7 @@ class PostgresRunEventLog implements QueueRunEventLog {
       const batch = writer.queue;
       writer.queue = [];
       const frames = batch.flatMap((pending) => pending.frames);
-      const rows = encode(frames, writer.snapshot);
+      const batchRow = encode(frames, writer.snapshot);
       // Only the last call of a batch can carry one (a terminal frame ends the run's calls).
       const along = batch.at(-1)!.along;
       try {
@@ -305,14 +311,14 @@ class PostgresRunEventLog implements QueueRunEventLog {
         await this.#query(runId, along === undefined ? append : `WITH cubepi_along AS (${along.sql}) ${append}`, [
           runId,
           channelOf(this.#tables.schema, runId),
-          rows.seqs,
-          rows.frames,
-          rows.compact,
-          rows.base,
-          rows.terminal,
+          frames[0]!.seq,
+          frames[frames.length - 1]!.seq,
+          batchRow.firstBase,
+          frames[frames.length - 1]!.kind !== 'event',
+          batchRow.payload,
           ...(along?.values ?? []),
         ]);
-        writer.snapshot = rows.snapshot;
+        writer.snapshot = batchRow.snapshot;
         for (const pending of batch) pending.resolve();
       } catch (error) {
         // The calls queued behind this one are refused unwritten: written, they would follow a gap when this one did
@@ -373,16 +379,17 @@ function checkBatch(frames: readonly WireFrame[], previous: number): string | un
   return undefined;
 }
 
-/** The rows of `frames`: each one's wire JSON (compact when it grows the previous snapshot) and flags; the snapshot. */
-function encode(frames: readonly WireFrame[], snapshot: AssistantMessage | undefined) {
-  const rows = {
-    seqs: [] as number[],
-    frames: [] as string[],
-    compact: [] as boolean[],
-    base: [] as boolean[],
-    terminal: [] as boolean[],
-    snapshot,
-  };
+/**
+ * The row of `frames`: its payload (each frame's wire JSON, compact when it grows the previous snapshot, and flags),
+ * the seq of its first frame that carries a whole snapshot (null: none), and the snapshot after it.
+ */
+function encode(
+  frames: readonly WireFrame[],
+  previous: AssistantMessage | undefined,
+): { payload: Buffer; firstBase: number | null; snapshot: AssistantMessage | undefined } {
+  const stored: StoredFrame[] = [];
+  let snapshot = previous;
+  let firstBase: number | null = null;
   for (const frame of frames) {
     let json: string;
     let compact = false;
@@ -390,25 +397,22 @@ function encode(frames: readonly WireFrame[], snapshot: AssistantMessage | undef
     if (frame.kind !== 'event') json = frameJson(frame);
     else {
       const event = frame.event;
-      const small = compactUpdate(event, rows.snapshot);
+      const small = compactUpdate(event, snapshot);
       compact = small !== undefined;
       json = JSON.stringify(small ?? event);
       // The same bookkeeping as the server's RunLog: what a compact update grows.
       if (event.type === 'message_update') {
-        rows.snapshot = event.message;
+        snapshot = event.message;
         base = !compact;
       } else if (event.type === 'message_start' && event.message.role === 'assistant') {
-        rows.snapshot = event.message;
+        snapshot = event.message;
         base = true;
-      } else if (event.type === 'message_end') rows.snapshot = undefined;
+      } else if (event.type === 'message_end') snapshot = undefined;
     }
-    rows.seqs.push(frame.seq);
-    rows.frames.push(json);
-    rows.compact.push(compact);
-    rows.base.push(base);
-    rows.terminal.push(frame.kind !== 'event');
+    if (base && firstBase === null) firstBase = frame.seq;
+    stored.push({ json, compact, base });
   }
-  return rows;
+  return { payload: encodeBatch(stored), firstBase, snapshot };
 }
 
 function messageOf(error: unknown): string {

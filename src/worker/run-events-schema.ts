@@ -9,7 +9,15 @@ import { inTransaction } from './pg-transaction.js';
 /** Where one log's rows live, and the names derived from it. @internal */
 export interface RunEventTables {
   readonly schema: string;
-  /** The qualified table, quoted. */
+  /**
+   * The qualified table of format 3, quoted: one row per appended batch (`cubepi_run_events_v3`). Every frame this
+   * version appends goes there.
+   */
+  readonly batches: string;
+  /**
+   * The qualified table of formats 1 and 2, quoted: one row per frame (`cubepi_run_events`), written by the versions
+   * before. Still read (a run an older process started), never written.
+   */
   readonly events: string;
   /** The qualified append function, quoted. */
   readonly append: string;
@@ -22,18 +30,39 @@ export const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,39}$/;
  * The append function's name, versioned: a changed check gets a new name, so a process of an older version that
  * starts later (a rolling deploy) re-creates only its own function and never the newer processes'. Version 2 refuses
  * a batch that does not start right after the stored seqs (`cubepi_append_run_events`, version 1, took any greater
- * seq: the batch queued behind a failed one was written after a gap). An older function left in a schema is unused
- * once no process of that version runs, and may be dropped. @internal
+ * seq: the batch queued behind a failed one was written after a gap). Version 3 writes a batch as one row of
+ * `cubepi_run_events_v3` and counts the run's rows of `cubepi_run_events` as stored (a run an older process began).
+ * An older function left in a schema is unused once no process of that version runs, and may be dropped. @internal
  */
-export const APPEND_FUNCTION = 'cubepi_append_run_events_v2';
+export const APPEND_FUNCTION = 'cubepi_append_run_events_v3';
 
 /** The tables of a log in `schema`. @internal */
 export function runEventTables(schema: string): RunEventTables {
   return {
     schema,
+    batches: `"${schema}"."cubepi_run_events_v3"`,
     events: `"${schema}"."cubepi_run_events"`,
     append: `"${schema}"."${APPEND_FUNCTION}"`,
   };
+}
+
+/**
+ * SQL for the last stored seq of the run whose id is `param` (`$1`), over both formats (0 when it has none). A run's
+ * rows in the old table all come before its rows in the new one. @internal
+ */
+export function lastSeqSql(t: RunEventTables, param: string): string {
+  return (
+    `greatest((SELECT coalesce(max(last_seq), 0) FROM ${t.batches} WHERE run_id = ${param}), ` +
+    `(SELECT coalesce(max(seq), 0) FROM ${t.events} WHERE run_id = ${param}))`
+  );
+}
+
+/** SQL that is true when the run whose id is `param` has its terminal frame stored (either format). @internal */
+export function endedSql(t: RunEventTables, param: string): string {
+  return (
+    `(EXISTS (SELECT 1 FROM ${t.batches} WHERE run_id = ${param} AND terminal) OR ` +
+    `EXISTS (SELECT 1 FROM ${t.events} WHERE run_id = ${param} AND terminal))`
+  );
 }
 
 /**
@@ -53,12 +82,21 @@ export const SEQ_ORDER = 'CP002';
 const MIGRATE_LOCK_CLASS = 0x63727765; // "crwe"
 
 /**
- * One row per frame, in the wire form `cubepi/server` sends (`frame`: the JSON text of `frameJson`, compact for a delta
- * that grows the previous snapshot). `base`: the row carries a whole assistant snapshot, from which the compact rows
- * after it decode. The append function takes the run's lock, refuses a batch that does not continue the run or that
- * follows its terminal frame (a batch continues the run when its seqs are consecutive and its first is the run's
- * last stored seq plus one, or 1 for a run with none: no gap, even after a failed append), inserts, and notifies the run's channel — all in one statement, so batches of one run
- * commit in seq order and a reader that saw seq n never misses a later commit of a smaller seq.
+ * Format 3: one row per appended batch (`first_seq`..`last_seq`, consecutive), its frames in `payload` (see
+ * `encodeBatch`: each frame's wire JSON, compact for a delta that grows the previous snapshot, with its flags, the
+ * whole deflated on the client: PostgreSQL compresses no value under ~2 KB, and a batch's frames repeat the run id,
+ * their keys and the run's messages). `first_base`: the batch's first frame that carries a whole assistant snapshot,
+ * from which the compact frames after it decode (null: none). `terminal`: the batch ends with the run's terminal
+ * frame. `payload` is stored `MAIN` (inline: it is compressed already).
+ *
+ * The table of formats 1 and 2 (one row per frame) is created too, as before, so a reader can always read both: the
+ * runs an older process wrote stay readable, and an older process starting later finds its table.
+ *
+ * The append function takes the run's lock (the same as version 2's, so a writer of either version waits for the
+ * other), refuses a batch that does not continue the run or that follows its terminal frame (a batch continues the
+ * run when its first seq is the run's last stored seq plus one, in either table, or 1 for a run with none: no gap,
+ * even after a failed append), inserts its row, and notifies the run's channel — all in one statement, so batches of
+ * one run commit in seq order and a reader that saw seq n never misses a later commit of a smaller seq.
  */
 const ddl = (t: RunEventTables): string => `
   CREATE TABLE IF NOT EXISTS ${t.events} (
@@ -71,30 +109,53 @@ const ddl = (t: RunEventTables): string => `
     appended_at timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (run_id, seq)
   );
+  CREATE TABLE IF NOT EXISTS ${t.batches} (
+    run_id text NOT NULL,
+    last_seq bigint NOT NULL,
+    first_seq bigint NOT NULL,
+    first_base bigint,
+    terminal boolean NOT NULL,
+    appended_at timestamptz NOT NULL DEFAULT now(),
+    payload bytea NOT NULL,
+    PRIMARY KEY (run_id, last_seq)
+  );
+  DO $storage$ BEGIN
+    -- Only once (ALTER TABLE locks the table): PostgreSQL 15 takes no STORAGE in CREATE TABLE.
+    IF (SELECT attstorage FROM pg_attribute WHERE attrelid = '${t.batches}'::regclass AND attname = 'payload') <> 'm'
+    THEN ALTER TABLE ${t.batches} ALTER COLUMN payload SET STORAGE MAIN;
+    END IF;
+  END $storage$;
   CREATE OR REPLACE FUNCTION ${t.append}(
-    p_run text, p_channel text, p_seqs bigint[], p_frames text[], p_compact boolean[], p_base boolean[],
-    p_terminal boolean[]
+    p_run text, p_channel text, p_first bigint, p_last bigint, p_first_base bigint, p_terminal boolean,
+    p_payload bytea
   ) RETURNS void LANGUAGE plpgsql AS $fn$
   DECLARE
     v_last bigint;
     v_ended boolean;
+    v_old bigint;
+    v_old_ended boolean;
   BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended(p_channel, 0));
-    SELECT seq, terminal INTO v_last, v_ended FROM ${t.events} WHERE run_id = p_run ORDER BY seq DESC LIMIT 1;
+    SELECT last_seq, terminal INTO v_last, v_ended FROM ${t.batches} WHERE run_id = p_run
+      ORDER BY last_seq DESC LIMIT 1;
+    SELECT seq, terminal INTO v_old, v_old_ended FROM ${t.events} WHERE run_id = p_run ORDER BY seq DESC LIMIT 1;
+    IF v_old > coalesce(v_last, 0) THEN
+      v_last := v_old;
+      v_ended := v_old_ended;
+    END IF;
     IF v_ended THEN
       RAISE EXCEPTION 'run % has ended (its terminal frame is seq %)', p_run, v_last USING ERRCODE = '${RUN_ENDED}';
     END IF;
-    IF p_seqs[1] <> coalesce(v_last, 0) + 1 THEN
-      RAISE EXCEPTION 'seq % of run % does not follow its stored seq %', p_seqs[1], p_run, coalesce(v_last, 0)
+    IF p_first <> coalesce(v_last, 0) + 1 THEN
+      RAISE EXCEPTION 'seq % of run % does not follow its stored seq %', p_first, p_run, coalesce(v_last, 0)
         USING ERRCODE = '${SEQ_ORDER}';
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(p_seqs) WITH ORDINALITY AS u(seq, i) WHERE u.seq <> p_seqs[1] + u.i - 1) THEN
+    IF p_last < p_first OR p_first_base < p_first OR p_first_base > p_last THEN
       RAISE EXCEPTION 'the seqs of a batch of run % are not consecutive', p_run USING ERRCODE = '${SEQ_ORDER}';
     END IF;
-    INSERT INTO ${t.events} (run_id, seq, frame, compact, base, terminal)
-      SELECT p_run, u.seq, u.frame, u.compact, u.base, u.terminal
-      FROM unnest(p_seqs, p_frames, p_compact, p_base, p_terminal) AS u(seq, frame, compact, base, terminal);
-    PERFORM pg_notify(p_channel, p_seqs[cardinality(p_seqs)]::text);
+    INSERT INTO ${t.batches} (run_id, last_seq, first_seq, first_base, terminal, payload)
+      VALUES (p_run, p_last, p_first, p_first_base, p_terminal, p_payload);
+    PERFORM pg_notify(p_channel, p_last::text);
   END
   $fn$;`;
 

@@ -19,7 +19,7 @@ import type { WireError, WireFrame } from '../wire/frames.js';
 import { RunQueueError } from './errors.js';
 import { createQueueRunEventLog, type QueueRunEventLog, type RunEventLog } from './run-event-log.js';
 import { inTransaction } from './pg-transaction.js';
-import { IDENTIFIER, runEventTables } from './run-events-schema.js';
+import { IDENTIFIER, runEventTables, type RunEventTables } from './run-events-schema.js';
 import { migrateRuns, runTables, type RunTables } from './runs-schema.js';
 
 /** Options of {@link createRunQueue}: a pool or a connection string (exactly one). */
@@ -193,8 +193,8 @@ export interface QueueInternals {
   readonly superviseIntervalSeconds: number;
   readonly connection: pg.ClientConfig;
   readonly log: QueueRunEventLog;
-  /** The run-event log's table, qualified. */
-  readonly logTable: string;
+  /** The run-event log's tables (both formats), qualified. */
+  readonly logTables: RunEventTables;
   /** The channel pg-boss NOTIFYs when a job of a notify-enabled queue is sent (payload: the queue's name). */
   readonly bossChannel: string;
   boss(): Promise<PgBoss>;
@@ -519,8 +519,12 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
         )
         .catch(fail);
       if (rows.length > 0) {
+        const { batches, events } = runEventTables(schema);
         await pool
-          .query(`DELETE FROM ${runEventTables(schema).events} WHERE run_id = ANY($1)`, [rows.map((r) => r.run_id)])
+          .query(
+            `WITH gone AS (DELETE FROM ${batches} WHERE run_id = ANY($1)) DELETE FROM ${events} WHERE run_id = ANY($1)`,
+            [rows.map((r) => r.run_id)],
+          )
           .catch(fail);
       }
       return rows.length;
@@ -549,7 +553,7 @@ export function createRunQueue(options: RunQueueOptions): RunQueue {
     superviseIntervalSeconds,
     connection,
     log,
-    logTable: runEventTables(schema).events,
+    logTables: runEventTables(schema),
     bossChannel: bossNotifyChannel(bossSchema),
     boss,
     agentNumber,

@@ -18,6 +18,8 @@ import { addUsage, EMPTY_USAGE } from '../types/usage.js';
 import { canonicalJson, type Message } from '../types/messages.js';
 import { toWireError, type WireError, type WireFrame } from '../wire/frames.js';
 import { RunEventLogError, RunQueueError } from './errors.js';
+import { storedFrames } from './read-run-events.js';
+import { endedSql, lastSeqSql } from './run-events-schema.js';
 import { queueInternals, type QueueInternals, type RunJobData, type RunQueue, type RunRow } from './run-queue.js';
 
 /**
@@ -253,7 +255,7 @@ class RunExecutor {
       `UPDATE ${tables.runs} SET status = 'running', attempts = attempts + 1, worker = $2,
          started_at = coalesce(started_at, clock_timestamp())
        WHERE run_id = $1 AND status <> 'ended'
-       RETURNING *, (SELECT coalesce(max(seq), 0) FROM ${this.internal.logTable} WHERE run_id = $1) AS last_seq`,
+       RETURNING *, ${lastSeqSql(this.internal.logTables, '$1')} AS last_seq`,
       [runId, this.workerId],
     );
     const row = rows[0];
@@ -435,13 +437,11 @@ class RunExecutor {
     messages: readonly Message[],
     pending: AgentEndEvent['pending'],
   ): Promise<AgentEvent[]> {
-    const { rows } = await this.internal.pool.query<{ frame: string }>(
-      `SELECT frame FROM ${this.internal.logTable} WHERE run_id = $1 AND NOT compact AND NOT terminal ORDER BY seq`,
-      [runId],
-    );
+    const stored = await storedFrames(this.internal.pool, this.internal.logTables, runId);
     const streamed = new Set<string>();
-    for (const { frame } of rows) {
-      const event = JSON.parse(frame) as AgentEvent;
+    for (const { json, compact } of stored) {
+      if (compact) continue;
+      const event = JSON.parse(json) as AgentEvent;
       if (event.type === 'message_end') streamed.add(canonicalJson(event.message));
     }
     const events: AgentEvent[] = [{ type: 'agent_start', runId }];
@@ -592,11 +592,11 @@ function queueLog(internal: QueueInternals, runId: string) {
     append: (frames: readonly WireFrame[]) => internal.log.appendRunEvents(runId, frames),
     lastSeq: () => internal.log.lastSeq(runId),
     ended: async () => {
-      const { rowCount } = await internal.pool.query(
-        `SELECT 1 FROM ${internal.logTable} WHERE run_id = $1 AND terminal LIMIT 1`,
+      const { rows } = await internal.pool.query<{ ended: boolean }>(
+        `SELECT ${endedSql(internal.logTables, '$1')} AS ended`,
         [runId],
       );
-      return rowCount === 1;
+      return rows[0]?.ended === true;
     },
   };
 }

@@ -17,6 +17,7 @@ import {
   testPool,
   uniqueSchema,
 } from '../checkpoint/postgres-server.js';
+import { decodeBatch } from '../../src/worker/run-event-batch.js';
 import { channelOf } from '../../src/worker/run-events-schema.js';
 import { plain, scriptedRun } from './run-frames.js';
 import { startPgProxy } from './tcp-proxy.js';
@@ -95,10 +96,10 @@ describe.skipIf(!pgAvailable)('run-event log (PostgreSQL)', () => {
     await done;
     expect(plain(seen)).toEqual(plain(frames));
     // Stored compact: the text deltas after the first of each message (the bytes stay linear in the answer).
-    const { rows } = await admin.query<{ compact: number }>(
-      `SELECT count(*)::int AS compact FROM "${schema}".cubepi_run_events WHERE run_id = 'r1' AND compact`,
+    const { rows } = await admin.query<{ payload: Buffer }>(
+      `SELECT payload FROM "${schema}".cubepi_run_events_v3 WHERE run_id = 'r1' ORDER BY last_seq`,
     );
-    expect(rows[0]!.compact).toBe(2 * 10);
+    expect(rows.flatMap((row) => decodeBatch(row.payload)).filter((frame) => frame.compact)).toHaveLength(2 * 10);
   });
 
   it('resumes from every seq: the frames after it, whole, even from the middle of a streamed message', async () => {
@@ -486,13 +487,15 @@ describe.skipIf(!pgAvailable)('run-event log (PostgreSQL)', () => {
     await log.appendRunEvents('old', scriptedRun('old', 1, 2));
     await log.appendRunEvents('new', scriptedRun('new', 1, 2));
     await admin.query(
-      `UPDATE "${schema}".cubepi_run_events SET appended_at = now() - interval '2 days' WHERE run_id = 'old'`,
+      `UPDATE "${schema}".cubepi_run_events_v3 SET appended_at = now() - interval '2 days' WHERE run_id = 'old'`,
     );
-    // A run with one recent frame among old ones is kept whole.
-    await log.appendRunEvents('mixed', scriptedRun('mixed', 1, 2).slice(0, 3));
+    // A run with one recent batch among old ones is kept whole.
+    const mixed = scriptedRun('mixed', 1, 2);
+    await log.appendRunEvents('mixed', mixed.slice(0, 2));
+    await log.appendRunEvents('mixed', mixed.slice(2, 3));
     await admin.query(
-      `UPDATE "${schema}".cubepi_run_events SET appended_at = now() - interval '2 days'
-       WHERE run_id = 'mixed' AND seq < 3`,
+      `UPDATE "${schema}".cubepi_run_events_v3 SET appended_at = now() - interval '2 days'
+       WHERE run_id = 'mixed' AND last_seq < 3`,
     );
     expect(await log.deleteRunEventsBefore(new Date(Date.now() - 24 * 3600_000))).toBe(1);
     expect(await log.lastSeq('old')).toBe(0);
