@@ -4,7 +4,7 @@
 // messages. Also: one emission per change of the pipelines, end() flushing held deltas, fail(), and close().
 import { Observable, type Subscription } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentEvent, ApprovalRequest, AssistantMessage, Message } from 'cubepi';
+import { EMPTY_USAGE, type AgentEvent, type ApprovalRequest, type AssistantMessage, type Message } from 'cubepi';
 import { ViewState } from '../../src/react/view-state.js';
 
 interface TestView {
@@ -19,15 +19,7 @@ const assistant = (text: string): AssistantMessage => ({
   role: 'assistant',
   content: [{ type: 'text', text }],
   stopReason: 'stop',
-  usage: {
-    input: 0,
-    output: 0,
-    cacheRead: 0,
-    cacheWrite: 0,
-    reasoning: 0,
-    totalTokens: 0,
-    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-  },
+  usage: EMPTY_USAGE,
   provider: 'faux',
   model: 'faux',
   timestamp: 0,
